@@ -1,0 +1,212 @@
+#pragma once
+/// @file graph.hpp
+/// @brief The kernel-level dependency graph: tasks on execution units joined by typed edges.
+///
+/// Built from a Trace by build_graph(). Tasks are CPU work segments and CUDA API calls on CPU
+/// threads, kernels/copies/memsets on GPU streams, and communication (collective) tasks. Edges
+/// carry one of the dependency types below, a timing (finish-to-start or start-to-start) and a
+/// delay in nanoseconds. The structure is a Boost.Graph bidirectional adjacency list.
+///
+/// @code
+///   auto graph = daydream::build_graph(daydream::load_trace("trace.json.gz"));
+///   std::cout << graph.num_tasks() << " tasks, " << graph.num_edges() << " edges\n";
+/// @endcode
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daydream/trace.hpp"
+
+namespace daydream {
+
+using TaskId = std::uint32_t;
+using UnitId = std::uint32_t;
+inline constexpr TaskId kNoTask = 0xffffffffu;
+
+enum class UnitKind : std::uint8_t { cpu_thread, gpu_stream, comm_channel };
+std::string_view to_string(UnitKind kind);
+
+/// An execution unit runs one task at a time.
+struct Unit {
+  UnitKind kind = UnitKind::cpu_thread;
+  std::string name;
+  std::int64_t process = kNone;  ///< pid (CPU) or device (GPU)
+  std::int64_t thread = kNone;   ///< tid (CPU) or stream id (GPU)
+};
+
+enum class TaskKind : std::uint8_t {
+  cpu,            ///< CPU work of an operator/annotation between CUDA calls (one segment)
+  runtime,        ///< CUDA runtime/driver API call (or the waiting half of a blocking call)
+  kernel,         ///< GPU kernel
+  memcpy,         ///< GPU copy
+  memset,         ///< GPU memset
+  communication,  ///< collective communication (NCCL kernel, or a task inserted on a channel)
+};
+inline constexpr std::size_t kTaskKindCount = 6;
+std::string_view to_string(TaskKind kind);
+bool is_gpu(TaskKind kind);
+
+/// The dependency types. The first six are the Daydream paper's; `cross_stream` is ours.
+enum class EdgeType : std::uint8_t {
+  cpu_sequential,  ///< consecutive tasks on one CPU thread
+  gpu_sequential,  ///< consecutive tasks on one GPU stream
+  launch,          ///< API call -> the GPU task it launched (by correlation id)
+  sync,            ///< GPU task -> the blocking CPU call that waits for it
+  communication,   ///< CPU/GPU work <-> a collective communication task
+  cross_thread,    ///< CPU -> CPU across threads (autograd thread hand-off, join)
+  cross_stream,    ///< GPU -> GPU across streams (cudaStreamWaitEvent)
+};
+inline constexpr std::size_t kEdgeTypeCount = 7;
+std::string_view to_string(EdgeType type);
+
+/// When the edge's delay starts counting: at the source's end (usual) or at its start (launch:
+/// a kernel can start while its launch call is still returning).
+enum class Timing : std::uint8_t { finish_to_start, start_to_start };
+
+struct Edge {
+  EdgeType type = EdgeType::cpu_sequential;
+  Timing timing = Timing::finish_to_start;
+  TimeNs delay_ns = 0;  ///< minimum time between the source's end (or start) and the target's start
+  bool inferred = false;  ///< true when the trace does not record the dependency explicitly
+};
+
+/// Phase of a training iteration (filled by layer mapping; unknown until then).
+enum class Phase : std::uint8_t { unknown, forward, backward, update };
+std::string_view to_string(Phase phase);
+
+struct Task {
+  TaskKind kind = TaskKind::cpu;
+  UnitId unit = 0;
+  std::uint32_t name = 0;            ///< index into Graph::strings()
+  TimeNs duration_ns = 0;
+  /// Earliest start, relative to the graph origin; only tasks without predecessors use it.
+  TimeNs release_ns = 0;
+  TimeNs recorded_start_ns = 0;      ///< start in the trace, relative to the origin (reference only)
+  std::int32_t iteration = -1;       ///< index into Graph::iterations(), or -1
+  std::int64_t correlation = kNone;  ///< CUDA correlation id (API calls and GPU tasks)
+  std::int64_t source_event = kNone; ///< file index of the trace event this task came from
+  /// Innermost operator around the task (CPU) or around its launch call (GPU), as a file index.
+  std::int64_t op_event = kNone;
+  std::uint32_t op_name = 0;         ///< name of that operator (index into strings), 0 = none
+  std::int64_t bytes = kNone;        ///< memcpy/memset size
+  Phase phase = Phase::unknown;
+  bool blocking = false;             ///< a CPU call that waits for GPU work (sync edges end here)
+};
+
+/// One measured iteration (`ProfilerStep#N`): its CPU range and the tasks that open and close it.
+struct Iteration {
+  std::string name;
+  TimeNs measured_start_ns = 0;  ///< relative to the origin
+  TimeNs measured_ns = 0;
+  TaskId first_task = kNoTask;   ///< first task of the range on its thread
+  TaskId last_task = kNoTask;    ///< last task of the range on its thread
+};
+
+/// Per-trace constants for delays the trace cannot show per edge ("natural" latencies),
+/// measured as medians over the cases where each one is the binding constraint.
+struct Calibration {
+  /// Launch latency per GPU task kind (kernel, memcpy, memset, communication): call start ->
+  /// GPU start when the stream was idle.
+  std::array<TimeNs, kTaskKindCount> launch_latency_ns{};
+  TimeNs gpu_gap_ns = 0;  ///< gap between back-to-back tasks on one stream
+  std::int64_t launch_samples = 0;
+  std::int64_t gap_samples = 0;
+};
+
+/// Options of graph construction; defaults are what `daydream replay` uses.
+struct GraphOptions {
+  /// A CPU thread idle for longer than this is waiting, not working: its next task may be woken
+  /// by another thread (cross_thread edges are inferred only across such gaps).
+  TimeNs thread_idle_ns = 50'000;
+  /// The longest wake-up latency accepted for an inferred cross_thread edge.
+  TimeNs wake_window_ns = 2'000'000;
+  /// Inferred edges that the timestamps contradict by more than this are dropped (and counted).
+  TimeNs contradiction_tolerance_ns = 2'000;
+};
+
+struct GraphStorage;  // Boost.Graph adjacency list; defined in lib/graph.
+
+/// A task graph. Copyable (deep copy); tasks and units are addressed by dense ids.
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(const Graph& other);
+  Graph& operator=(const Graph& other);
+  Graph(Graph&&) noexcept;
+  Graph& operator=(Graph&&) noexcept;
+
+  // --- building ---
+  UnitId add_unit(Unit unit);
+  TaskId add_task(Task task);
+  /// Adds a dependency. Throws Error for a self-loop or an unknown task id.
+  void add_edge(TaskId from, TaskId to, Edge edge);
+  std::uint32_t intern(std::string_view text);
+
+  // --- reading ---
+  std::size_t num_tasks() const;
+  std::size_t num_edges() const;
+  const Task& task(TaskId id) const;
+  Task& task(TaskId id);
+  const std::vector<Unit>& units() const { return units_; }
+  std::string_view name(TaskId id) const { return strings_[task(id).name]; }
+  std::string_view string(std::uint32_t index) const { return strings_[index]; }
+
+  struct Neighbor {
+    TaskId task;
+    Edge edge;
+  };
+  std::vector<Neighbor> successors(TaskId id) const;
+  std::vector<Neighbor> predecessors(TaskId id) const;
+  /// The first edge from -> to; throws Error when there is none.
+  Edge& edge(TaskId from, TaskId to);
+  std::size_t in_degree(TaskId id) const;
+  std::size_t out_degree(TaskId id) const;
+  struct EdgeRecord {
+    TaskId from;
+    TaskId to;
+    Edge edge;
+  };
+  /// Every edge, ordered by source task then insertion order.
+  std::vector<EdgeRecord> edges() const;
+  std::array<std::int64_t, kEdgeTypeCount> edge_counts() const;
+  std::array<std::int64_t, kTaskKindCount> task_counts() const;
+
+  /// Tasks in a topological order (ties by id). Throws Error naming a cycle if there is one.
+  std::vector<TaskId> topological_order() const;
+  /// The tasks of one cycle, in order, or empty when the graph is acyclic.
+  std::vector<TaskId> find_cycle() const;
+
+  // --- iterations, calibration, report ---
+  std::vector<Iteration>& iterations() { return iterations_; }
+  const std::vector<Iteration>& iterations() const { return iterations_; }
+  Calibration& calibration() { return calibration_; }
+  const Calibration& calibration() const { return calibration_; }
+  ImportReport& report() { return report_; }
+  const ImportReport& report() const { return report_; }
+  /// Absolute trace time (ns) of time zero of the graph.
+  TimeNs origin_ns = 0;
+  std::string source_path;
+
+  const GraphStorage& storage() const { return *storage_; }
+
+ private:
+  std::unique_ptr<GraphStorage> storage_;
+  std::vector<Unit> units_;
+  std::vector<std::string> strings_;
+  std::vector<Iteration> iterations_;
+  Calibration calibration_;
+  ImportReport report_;
+  friend struct GraphAccess;
+};
+
+/// Builds the dependency graph of a trace (see docs/graph.md for every rule). Oddities met on
+/// the way are added to the graph's report, which starts as a copy of the trace's.
+Graph build_graph(const Trace& trace, const GraphOptions& options = {});
+
+}  // namespace daydream

@@ -1,0 +1,51 @@
+#pragma once
+/// @file ingest.hpp
+/// @brief Reading traces: one reader per format behind one interface, chosen by a registry.
+///
+/// @code
+///   daydream::Trace trace = daydream::load_trace("worker0.pt.trace.json.gz");
+///   for (const auto& stat : trace.report.stats()) std::cout << stat.key << " " << stat.count << "\n";
+/// @endcode
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daydream/trace.hpp"
+
+namespace daydream {
+
+/// The bytes of one input file, already decompressed (gzip is detected by its magic number).
+struct InputFile {
+  std::filesystem::path path;
+  std::string contents;  ///< decoded bytes; readers may rely on SIMDJSON_PADDING spare capacity
+};
+
+/// Reads a file into memory, inflating gzip. Throws Error naming the file when it is missing,
+/// unreadable or a truncated/corrupt gzip stream.
+InputFile read_input_file(const std::filesystem::path& path);
+
+/// One trace format. Adding a format means one new reader and one line in the registry.
+class TraceReader {
+ public:
+  virtual ~TraceReader() = default;
+  /// Short name for messages ("kineto-json").
+  virtual std::string_view format() const = 0;
+  /// Whether this reader recognises the (decoded) file; must be cheap.
+  virtual bool can_read(const InputFile& file) const = 0;
+  /// Parses the whole file. Throws Error (file, event index, field) on malformed input.
+  virtual Trace read(const InputFile& file) const = 0;
+};
+
+/// All readers, in the order they are tried.
+const std::vector<std::unique_ptr<TraceReader>>& trace_readers();
+
+/// Reads any supported trace (Kineto Chrome-trace JSON, plain or gzip-compressed).
+Trace load_trace(const std::filesystem::path& path);
+
+/// Parses a Kineto Chrome-trace JSON document held in memory (used by tests and tools).
+Trace parse_kineto_json(std::string json, const std::string& name = "<memory>");
+
+}  // namespace daydream

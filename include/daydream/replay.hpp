@@ -1,0 +1,54 @@
+#pragma once
+/// @file replay.hpp
+/// @brief Measured vs simulated time of each iteration and of the GPU span.
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "daydream/graph.hpp"
+#include "daydream/simulate.hpp"
+
+namespace daydream {
+
+struct IterationTime {
+  std::string name;
+  TimeNs measured_ns = 0;
+  TimeNs simulated_ns = 0;
+  double error() const;  ///< (simulated - measured) / measured
+};
+
+struct UnitReport {
+  std::string name;
+  UnitKind kind = UnitKind::cpu_thread;
+  TimeNs busy_ns = 0;
+  std::int64_t tasks = 0;
+  double utilization = 0;  ///< busy / simulated makespan
+};
+
+struct CriticalPathSummary {
+  TimeNs length_ns = 0;
+  std::int64_t tasks = 0;
+  std::array<TimeNs, kTaskKindCount> time_by_kind_ns{};  ///< task time on the path per TaskKind
+  TimeNs waiting_ns = 0;  ///< path length not covered by task durations (delays, gaps)
+};
+
+struct ReplayReport {
+  std::string trace;
+  std::vector<IterationTime> iterations;
+  IterationTime span;  ///< first GPU start to last GPU end ("span")
+  TimeNs simulated_makespan_ns = 0;
+  std::vector<UnitReport> units;
+  CriticalPathSummary critical_path;
+};
+
+/// Compares a simulation of `graph` with what the trace measured.
+ReplayReport make_replay_report(const Graph& graph, const SimulationResult& result);
+
+/// Summarises a critical path by task kind.
+CriticalPathSummary summarize_critical_path(const Graph& graph, const SimulationResult& result);
+
+/// The `--json` forms printed by the CLI (stable field names, fixed number formatting).
+std::string to_json(const ReplayReport& report);
+
+}  // namespace daydream

@@ -1,0 +1,142 @@
+#pragma once
+/// @file trace.hpp
+/// @brief The format-independent trace model every importer produces (Kineto JSON today; Nsight
+/// SQLite and the CUPTI collector plug in beside it).
+///
+/// A Trace is a flat list of timed events on lanes (CPU threads, GPU streams) plus the report of
+/// everything odd the importer met. Times are integer nanoseconds on the trace's own clock.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace daydream {
+
+/// Nanoseconds: every time and duration in daydream carries this unit.
+using TimeNs = std::int64_t;
+
+enum class EventKind : std::uint8_t {
+  cpu_op,           ///< framework operator (Kineto `cpu_op`, legacy `Operator`)
+  user_annotation,  ///< `record_function` range, `ProfilerStep#N`, optimizer steps
+  python_function,  ///< Python frame (`with_stack`), including `nn.Module: Name`
+  runtime,          ///< CUDA runtime API call (`cuda_runtime`, legacy `Runtime`)
+  driver,           ///< CUDA driver API call (`cuda_driver`)
+  kernel,           ///< GPU kernel (`kernel`, legacy `Kernel`)
+  memcpy,           ///< GPU copy (`gpu_memcpy`, legacy `Memcpy`)
+  memset,           ///< GPU memset (`gpu_memset`, legacy `Memset`)
+  cuda_sync,        ///< CUPTI synchronization record (`cuda_sync`); joins its runtime call by correlation
+  gpu_annotation,   ///< annotation projected on a GPU stream (`gpu_user_annotation`); not simulated
+};
+std::string_view to_string(EventKind kind);
+bool is_gpu_activity(EventKind kind);  ///< kernel, memcpy or memset
+bool is_cpu_range(EventKind kind);     ///< cpu_op, user_annotation or python_function
+bool is_api_call(EventKind kind);      ///< runtime or driver
+
+/// What a CUPTI synchronization record says it waited for.
+enum class SyncKind : std::uint8_t { none, stream_sync, event_sync, context_sync, stream_wait_event, unknown };
+
+enum class LaneKind : std::uint8_t { cpu_thread, gpu_stream };
+
+/// A CPU thread (pid, tid) or a GPU stream (device, stream).
+struct Lane {
+  LaneKind kind = LaneKind::cpu_thread;
+  std::int64_t process = 0;  ///< pid for CPU threads, device id for GPU streams
+  std::int64_t thread = 0;   ///< tid for CPU threads, stream id for GPU streams
+  std::string name;          ///< "thread 25738 (python)", "GPU 0 stream 7"
+};
+
+inline constexpr std::int64_t kNone = -1;
+
+struct TraceEvent {
+  TimeNs start_ns = 0;
+  TimeNs duration_ns = 0;
+  std::int64_t correlation = kNone;        ///< CUDA correlation id (API calls, GPU activities, syncs)
+  std::int64_t external_id = kNone;        ///< Kineto external id (op <-> API call)
+  std::int64_t bytes = kNone;              ///< memcpy/memset size
+  std::int64_t sequence_number = kNone;    ///< autograd sequence number (cpu_op)
+  std::int64_t sync_stream = kNone;        ///< cuda_sync: the stream synchronized or made to wait
+  std::int64_t wait_on_stream = kNone;     ///< cuda_sync: the stream of the awaited event
+  std::int64_t wait_record_correlation = kNone;  ///< cuda_sync: correlation of the awaited cudaEventRecord
+  std::uint32_t name = 0;                  ///< index into Trace::strings
+  std::uint32_t lane = 0;                  ///< index into Trace::lanes
+  std::uint32_t source_index = 0;          ///< index of the event in the file (for messages)
+  std::int32_t collective = -1;            ///< index into Trace::collectives, or -1
+  EventKind kind = EventKind::cpu_op;
+  SyncKind sync_kind = SyncKind::none;
+
+  TimeNs end_ns() const { return start_ns + duration_ns; }
+};
+
+/// What a `record_param_comms` operator says about one collective call.
+struct CollectiveInfo {
+  std::string name;            ///< "all_reduce", "broadcast", ...
+  std::int64_t in_elements = kNone;
+  std::int64_t out_elements = kNone;
+  std::int64_t group_size = kNone;
+  std::string dtype;
+  std::string process_group;
+};
+
+/// A flow arrow of the Chrome trace format (`ac2g`/`async` launch flows, `fwdbwd` links).
+struct Flow {
+  std::uint32_t category = 0;  ///< index into Trace::strings ("ac2g", "fwdbwd", ...)
+  std::int64_t id = 0;
+  TimeNs time_ns = 0;
+  std::int64_t process = 0;    ///< pid of the event the flow binds to
+  std::int64_t thread = 0;     ///< tid (or stream) of the event the flow binds to
+  bool is_start = true;        ///< `ph: s` (true) or `ph: f` (false)
+};
+
+/// How bad an import oddity is (the Perfetto trace processor's stat severities).
+enum class Severity : std::uint8_t { info, error, data_loss };
+std::string_view to_string(Severity severity);
+
+/// One counter of the import report.
+struct ImportStat {
+  std::string key;           ///< stable snake_case identifier
+  Severity severity = Severity::info;
+  std::string description;   ///< what the counter means and what daydream did about it
+  std::int64_t count = 0;
+  std::int64_t first_event = kNone;  ///< source index of the first event counted, if any
+};
+
+/// Everything odd met while importing and building a graph, counted instead of dropped silently.
+class ImportReport {
+ public:
+  /// Counts one occurrence of `key`; the first call fixes severity and description.
+  void count(std::string_view key, Severity severity, std::string_view description,
+             std::int64_t event = kNone, std::int64_t n = 1);
+  std::int64_t get(std::string_view key) const;
+  const std::vector<ImportStat>& stats() const { return stats_; }
+
+ private:
+  std::vector<ImportStat> stats_;
+  std::unordered_map<std::string, std::size_t> index_;
+};
+
+struct TraceMetadata {
+  std::string format;          ///< "kineto-json" or "kineto-json-legacy"
+  std::vector<std::string> devices;  ///< GPU names from deviceProperties
+  std::int64_t rank = kNone;
+  std::int64_t world_size = kNone;
+  std::int64_t schema_version = kNone;
+};
+
+/// A whole imported trace. Events keep file order; builders sort what they need.
+struct Trace {
+  std::string path;
+  TraceMetadata metadata;
+  std::vector<TraceEvent> events;
+  std::vector<Lane> lanes;
+  std::vector<std::string> strings;
+  std::vector<CollectiveInfo> collectives;
+  std::vector<Flow> flows;
+  ImportReport report;
+  std::uint64_t bytes_read = 0;  ///< size of the decoded (uncompressed) input
+
+  std::string_view name_of(const TraceEvent& event) const { return strings[event.name]; }
+};
+
+}  // namespace daydream

@@ -1,0 +1,82 @@
+#include "common/text.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace daydream::text {
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Slow path for exponents: exact enough (double) and rare in traces.
+std::optional<TimeNs> via_double(std::string_view token) {
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (ec != std::errc{} || ptr != token.data() + token.size() || !std::isfinite(value)) return std::nullopt;
+  const double ns = std::round(value * 1000.0);
+  if (std::abs(ns) > 9.2e18) return std::nullopt;
+  return static_cast<TimeNs>(ns);
+}
+
+}  // namespace
+
+std::optional<TimeNs> microseconds_to_ns(std::string_view token) {
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
+                            token.back() == '\t'))
+    token.remove_suffix(1);
+  if (token.empty()) return std::nullopt;
+  if (token.find_first_of("eE") != std::string_view::npos) return via_double(token);
+  std::size_t i = 0;
+  const bool negative = token[0] == '-';
+  if (negative) ++i;
+  if (i >= token.size() || !is_digit(token[i])) return std::nullopt;
+  std::int64_t whole = 0;
+  for (; i < token.size() && is_digit(token[i]); ++i) {
+    if (whole > (std::numeric_limits<std::int64_t>::max() / 10000)) return std::nullopt;
+    whole = whole * 10 + (token[i] - '0');
+  }
+  std::int64_t fraction_ns = 0;
+  if (i < token.size() && token[i] == '.') {
+    ++i;
+    int digits = 0;
+    bool round_up = false;
+    for (; i < token.size() && is_digit(token[i]); ++i, ++digits) {
+      if (digits < 3) fraction_ns = fraction_ns * 10 + (token[i] - '0');
+      else if (digits == 3) round_up = token[i] >= '5';
+    }
+    if (digits == 0) return std::nullopt;
+    for (int d = digits; d < 3; ++d) fraction_ns *= 10;
+    if (round_up) ++fraction_ns;
+  }
+  if (i != token.size()) return std::nullopt;
+  const TimeNs ns = whole * 1000 + fraction_ns;
+  return negative ? -ns : ns;
+}
+
+std::optional<std::int64_t> trailing_integer(std::string_view text) {
+  std::size_t end = text.size();
+  while (end > 0 && text[end - 1] == ' ') --end;
+  std::size_t begin = end;
+  while (begin > 0 && is_digit(text[begin - 1])) --begin;
+  if (begin > 0 && text[begin - 1] == '-') --begin;
+  if (begin == end) return std::nullopt;
+  std::int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data() + begin, text.data() + end, value);
+  if (ec != std::errc{} || ptr != text.data() + end) return std::nullopt;
+  return value;
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
+
+bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+
+TimeNs median(std::vector<TimeNs>& values) {
+  if (values.empty()) return 0;
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
+
+}  // namespace daydream::text

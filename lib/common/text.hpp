@@ -1,0 +1,28 @@
+#pragma once
+// Small text and statistics helpers shared by the importers and reports.
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "daydream/trace.hpp"
+
+namespace daydream::text {
+
+/// Parses a JSON number token given in microseconds ("1712195495519695.8", "63.813", "12",
+/// "1.5e3") into integer nanoseconds, exactly for up to three fractional digits and rounded
+/// half away from zero beyond. Returns nullopt when the token is not a finite number.
+std::optional<TimeNs> microseconds_to_ns(std::string_view token);
+
+/// Parses the trailing integer of strings such as "stream 7" or "25738".
+std::optional<std::int64_t> trailing_integer(std::string_view text);
+
+bool starts_with(std::string_view text, std::string_view prefix);
+bool contains(std::string_view text, std::string_view part);
+
+/// Median of the values (the lower middle one for even counts); 0 for none. Reorders `values`.
+TimeNs median(std::vector<TimeNs>& values);
+
+}  // namespace daydream::text

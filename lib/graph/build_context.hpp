@@ -1,0 +1,70 @@
+#pragma once
+// State shared by the stages of build_graph(): which task each trace event became, and the
+// per-thread / per-stream orders the edge builders walk. Positions are indices into
+// Trace::events (not file indices).
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "daydream/graph.hpp"
+
+namespace daydream {
+
+/// What an API call does, as far as dependencies go.
+enum class ApiRole : std::uint8_t {
+  other, memcpy, device_sync, stream_sync, event_sync, stream_wait_event, event_record
+};
+ApiRole api_role(std::string_view name);
+
+struct TaskTimes {
+  TimeNs start = 0;  ///< recorded start, relative to the origin
+  TimeNs end = 0;    ///< recorded end, relative to the origin
+};
+
+struct BuildContext {
+  BuildContext(const Trace& t, const GraphOptions& o, Graph& g) : trace(t), options(o), graph(g) {}
+
+  const Trace& trace;
+  const GraphOptions& options;
+  Graph& graph;
+  TimeNs origin = 0;
+
+  std::vector<UnitId> lane_unit;             ///< per lane; kNoUnit when the lane has no task
+  std::vector<TaskId> event_task;            ///< per event position: its (first) task
+  std::vector<TaskId> api_wait_task;         ///< per event position: the waiting half of a blocking call
+  std::vector<TaskTimes> times;              ///< per task: recorded times
+  std::vector<std::uint32_t> task_position;  ///< per task: the event position it came from
+  std::vector<std::vector<TaskId>> unit_tasks;  ///< per unit: tasks in recorded order
+  std::vector<TaskId> launched_by;           ///< per task (GPU): the API task that launched it
+  std::vector<std::uint8_t> woken;           ///< per task (CPU): a cross_thread edge explains its start
+  /// (correlation, event position) of GPU activities and of cuda_sync records, sorted.
+  std::vector<std::pair<std::int64_t, std::uint32_t>> gpu_by_correlation, sync_by_correlation, api_by_correlation;
+
+  static constexpr UnitId kNoUnit = 0xffffffffu;
+
+  void add_task_times(TimeNs start, TimeNs end, std::uint32_t position) {
+    times.push_back({start, end});
+    task_position.push_back(position);
+  }
+  TimeNs rel(TimeNs absolute) const { return absolute - origin; }
+  const TraceEvent& event(std::uint32_t position) const { return trace.events[position]; }
+  /// Event positions with this correlation in a sorted index.
+  std::vector<std::uint32_t> lookup(const std::vector<std::pair<std::int64_t, std::uint32_t>>& index,
+                                    std::int64_t correlation) const;
+  void count(std::string_view key, Severity severity, std::string_view description, std::int64_t event = kNone) {
+    graph.report().count(key, severity, description, event);
+  }
+};
+
+// The stages, in the order build_graph() runs them.
+void index_events(BuildContext& ctx);
+void calibrate_latencies(BuildContext& ctx);
+void build_cpu_tasks(BuildContext& ctx);
+void build_gpu_tasks(BuildContext& ctx);
+void build_sync_edges(BuildContext& ctx);
+void build_cross_thread_edges(BuildContext& ctx);
+void build_cpu_sequential_edges(BuildContext& ctx);
+void assign_iterations(BuildContext& ctx);
+
+}  // namespace daydream

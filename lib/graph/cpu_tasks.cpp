@@ -1,0 +1,197 @@
+// CPU threads -> tasks. Each thread's timeline is cut at every event boundary; each piece is a
+// task owned by the innermost event covering it: a CUDA API call becomes a `runtime` task, the
+// time an operator spends outside its children becomes a `cpu` task. Time no event covers stays
+// as the gap (delay) of the cpu_sequential edge into the next task, so nothing is lost.
+#include <algorithm>
+#include <limits>
+
+#include "common/text.hpp"
+#include "graph/build_context.hpp"
+
+namespace daydream {
+
+ApiRole api_role(std::string_view name) {
+  using text::contains;
+  if (contains(name, "Memcpy") || contains(name, "cuMemcpy")) return ApiRole::memcpy;
+  if (name == "cudaDeviceSynchronize" || name == "cuCtxSynchronize" || name == "cudaFree" || name == "cuMemFree" ||
+      name == "cuMemFree_v2")
+    return ApiRole::device_sync;
+  if (name == "cudaStreamSynchronize" || name == "cuStreamSynchronize") return ApiRole::stream_sync;
+  if (name == "cudaEventSynchronize" || name == "cuEventSynchronize") return ApiRole::event_sync;
+  if (name == "cudaStreamWaitEvent" || name == "cuStreamWaitEvent") return ApiRole::stream_wait_event;
+  if (text::starts_with(name, "cudaEventRecord") || text::starts_with(name, "cuEventRecord"))
+    return ApiRole::event_record;
+  return ApiRole::other;
+}
+
+namespace {
+
+bool blocks_host(std::string_view call, std::string_view copy);
+
+struct OpenEvent {
+  std::uint32_t position;
+  TimeNs end;  // clamped to the parent's end
+};
+
+/// Cuts one thread's events into tasks.
+class ThreadSegmenter {
+ public:
+  ThreadSegmenter(BuildContext& ctx, UnitId unit) : ctx_(ctx), unit_(unit) {}
+
+  void run(const std::vector<std::uint32_t>& positions) {
+    for (std::uint32_t p : positions) visit(p);
+    close_until(std::numeric_limits<TimeNs>::max());
+    for (auto [nested, call] : folded_) ctx_.event_task[nested] = ctx_.event_task[call];
+  }
+
+ private:
+  void visit(std::uint32_t position) {
+    const TraceEvent& e = ctx_.event(position);
+    close_until(e.start_ns);
+    if (!stack_.empty() && is_api_call(ctx_.event(stack_.back().position).kind)) {
+      ctx_.count("event_inside_api_call", Severity::info,
+                 "events nested in a CUDA API call: folded into that call's task", e.source_index);
+      folded_.emplace_back(position, stack_.back().position);
+      return;
+    }
+    TimeNs end = e.end_ns();
+    if (!stack_.empty() && end > stack_.back().end) {
+      ctx_.count("overlapping_cpu_events", Severity::info,
+                 "CPU events ending after their enclosing event: cut at the enclosing event's end", e.source_index);
+      end = stack_.back().end;
+    }
+    if (!stack_.empty()) emit(stack_.back().position, cursor_, e.start_ns);
+    cursor_ = e.start_ns;
+    stack_.push_back({position, end});
+  }
+
+  void close_until(TimeNs time) {
+    while (!stack_.empty() && stack_.back().end <= time) {
+      const OpenEvent top = stack_.back();
+      stack_.pop_back();
+      emit(top.position, cursor_, top.end);
+      cursor_ = std::max(cursor_, top.end);
+    }
+  }
+
+  void emit(std::uint32_t owner, TimeNs begin, TimeNs end) {
+    const TraceEvent& e = ctx_.event(owner);
+    if (is_api_call(e.kind)) return emit_api_call(owner, begin, end);
+    if (end <= begin) return;
+    Task task;
+    task.kind = TaskKind::cpu;
+    task.name = ctx_.graph.intern(ctx_.trace.name_of(e));
+    task.op_event = e.source_index;
+    task.op_name = task.name;
+    add(task, owner, begin, end);
+  }
+
+  void emit_api_call(std::uint32_t owner, TimeNs begin, TimeNs end) {
+    const TraceEvent& e = ctx_.event(owner);
+    Task task;
+    task.kind = TaskKind::runtime;
+    task.name = ctx_.graph.intern(ctx_.trace.name_of(e));
+    task.correlation = e.correlation;
+    set_operator(task);
+    const TimeNs issue = blocking_copy_issue_ns(owner, end - begin);
+    if (issue < 0) {
+      add(task, owner, begin, end);
+      return;
+    }
+    add(task, owner, begin, begin + issue);
+    Task wait = task;
+    wait.name = ctx_.graph.intern(std::string(ctx_.trace.name_of(e)) + " (wait)");
+    wait.blocking = true;
+    ctx_.api_wait_task[owner] = add(wait, owner, begin + issue, end, /*first_piece=*/false);
+  }
+
+  // The innermost CPU range around the call is its operator.
+  void set_operator(Task& task) const {
+    for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) {
+      const TraceEvent& e = ctx_.event(it->position);
+      if (!is_cpu_range(e.kind)) continue;
+      task.op_event = e.source_index;
+      task.op_name = ctx_.graph.intern(ctx_.trace.name_of(e));
+      return;
+    }
+  }
+
+  // A copy call that blocks the CPU until the copy is done is split in two: issuing the copy (at
+  // most one launch latency long) and waiting for it. Per the CUDA API synchronisation rules,
+  // cudaMemcpyAsync blocks only for device-to-pageable-host copies (host-to-device copies from
+  // pageable memory return once the data is staged); synchronous cudaMemcpy also blocks for
+  // device-to-host and pinned host-to-device copies. Returns the issuing part's length, or -1
+  // when the call does not block.
+  TimeNs blocking_copy_issue_ns(std::uint32_t owner, TimeNs duration) const {
+    const TraceEvent& e = ctx_.event(owner);
+    const auto name = ctx_.trace.name_of(e);
+    if (api_role(name) != ApiRole::memcpy) return -1;
+    const auto copies = ctx_.lookup(ctx_.gpu_by_correlation, e.correlation);
+    if (copies.empty()) return -1;
+    if (!blocks_host(name, ctx_.trace.name_of(ctx_.event(copies.front())))) return -1;
+    const TimeNs latency = ctx_.graph.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::memcpy)];
+    return std::min(duration, latency);
+  }
+
+  TaskId add(const Task& task, std::uint32_t owner, TimeNs begin, TimeNs end, bool first_piece = true) {
+    Task t = task;
+    t.unit = unit_;
+    t.duration_ns = end - begin;
+    t.recorded_start_ns = ctx_.rel(begin);
+    t.source_event = ctx_.event(owner).source_index;
+    const TaskId id = ctx_.graph.add_task(t);
+    ctx_.add_task_times(ctx_.rel(begin), ctx_.rel(end), owner);
+    ctx_.unit_tasks[unit_].push_back(id);
+    if (first_piece && ctx_.event_task[owner] == kNoTask) ctx_.event_task[owner] = id;
+    return id;
+  }
+
+  BuildContext& ctx_;
+  UnitId unit_;
+  std::vector<OpenEvent> stack_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> folded_;  // (nested event, enclosing API call)
+  TimeNs cursor_ = 0;
+};
+
+bool blocks_host(std::string_view call, std::string_view copy) {
+  const bool device_to_host = text::contains(copy, "DtoH");
+  if (text::contains(call, "Async")) return device_to_host && text::contains(copy, "Pageable");
+  return device_to_host || (text::contains(copy, "HtoD") && text::contains(copy, "Pinned"));
+}
+
+// Parents before children: earlier start, then longer, then ranges before API calls.
+bool nesting_order(const TraceEvent& a, const TraceEvent& b) {
+  if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+  if (a.duration_ns != b.duration_ns) return a.duration_ns > b.duration_ns;
+  if (is_api_call(a.kind) != is_api_call(b.kind)) return !is_api_call(a.kind);
+  return a.source_index < b.source_index;
+}
+
+std::vector<std::vector<std::uint32_t>> cpu_events_by_lane(const BuildContext& ctx) {
+  std::vector<std::vector<std::uint32_t>> by_lane(ctx.trace.lanes.size());
+  for (std::uint32_t i = 0; i < ctx.trace.events.size(); ++i) {
+    const auto& e = ctx.trace.events[i];
+    if (is_cpu_range(e.kind) || is_api_call(e.kind)) by_lane[e.lane].push_back(i);
+  }
+  for (auto& positions : by_lane) {
+    std::sort(positions.begin(), positions.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return nesting_order(ctx.trace.events[a], ctx.trace.events[b]);
+    });
+  }
+  return by_lane;
+}
+
+}  // namespace
+
+void build_cpu_tasks(BuildContext& ctx) {
+  const auto by_lane = cpu_events_by_lane(ctx);
+  for (std::uint32_t lane = 0; lane < by_lane.size(); ++lane) {
+    if (by_lane[lane].empty()) continue;
+    const Lane& l = ctx.trace.lanes[lane];
+    ctx.lane_unit[lane] = ctx.graph.add_unit({UnitKind::cpu_thread, l.name, l.process, l.thread});
+    ctx.unit_tasks.emplace_back();
+    ThreadSegmenter(ctx, ctx.lane_unit[lane]).run(by_lane[lane]);
+  }
+}
+
+}  // namespace daydream

@@ -1,0 +1,192 @@
+// GPU streams -> tasks, with gpu_sequential and launch edges, and the calibration of the two
+// latencies a trace cannot show per edge: launch latency (call start -> GPU start on an idle
+// stream) and the gap between back-to-back tasks on a stream.
+//
+// A GPU task starts at max(launch call start + launch latency, stream predecessor end + gap).
+// When the stream is what held it back ("stream-bound"), the recorded gap is kept on its
+// gpu_sequential edge: it is GPU-side overhead of that pair of tasks. Otherwise both edges get
+// the calibrated medians.
+#include <algorithm>
+#include <limits>
+
+#include "common/text.hpp"
+#include "graph/build_context.hpp"
+
+namespace daydream {
+namespace {
+
+TaskKind gpu_task_kind(const Trace& trace, const TraceEvent& e) {
+  if (e.kind == EventKind::memcpy) return TaskKind::memcpy;
+  if (e.kind == EventKind::memset) return TaskKind::memset;
+  const auto name = trace.name_of(e);
+  if (text::contains(name, "nccl") || text::contains(name, "NCCL")) return TaskKind::communication;
+  return TaskKind::kernel;
+}
+
+std::vector<std::vector<std::uint32_t>> gpu_events_by_lane(const BuildContext& ctx) {
+  std::vector<std::vector<std::uint32_t>> by_lane(ctx.trace.lanes.size());
+  for (std::uint32_t i = 0; i < ctx.trace.events.size(); ++i)
+    if (is_gpu_activity(ctx.trace.events[i].kind)) by_lane[ctx.trace.events[i].lane].push_back(i);
+  for (auto& positions : by_lane) {
+    std::stable_sort(positions.begin(), positions.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return ctx.trace.events[a].start_ns < ctx.trace.events[b].start_ns;
+    });
+  }
+  return by_lane;
+}
+
+/// The API call that launched a GPU activity (first by correlation), if recorded.
+const TraceEvent* launch_call(const BuildContext& ctx, const TraceEvent& gpu) {
+  const auto calls = ctx.lookup(ctx.api_by_correlation, gpu.correlation);
+  return calls.empty() ? nullptr : &ctx.event(calls.front());
+}
+
+std::size_t kind_index(TaskKind kind) { return static_cast<std::size_t>(kind); }
+
+}  // namespace
+
+void calibrate_latencies(BuildContext& ctx) {
+  Calibration& cal = ctx.graph.calibration();
+  std::array<std::vector<TimeNs>, kTaskKindCount> launch_samples;
+  const auto by_lane = gpu_events_by_lane(ctx);
+  for (const auto& lane : by_lane) {
+    for (std::size_t i = 0; i < lane.size(); ++i) {
+      const TraceEvent& e = ctx.event(lane[i]);
+      const TraceEvent* call = launch_call(ctx, e);
+      if (!call) continue;
+      const bool stream_idle = i == 0 || call->start_ns >= ctx.event(lane[i - 1]).end_ns();
+      if (stream_idle && e.start_ns >= call->start_ns)
+        launch_samples[kind_index(gpu_task_kind(ctx.trace, e))].push_back(e.start_ns - call->start_ns);
+    }
+  }
+  for (std::size_t k = 0; k < kTaskKindCount; ++k) {
+    cal.launch_samples += static_cast<std::int64_t>(launch_samples[k].size());
+    cal.launch_latency_ns[k] = text::median(launch_samples[k]);
+  }
+  const TimeNs kernel_latency = cal.launch_latency_ns[kind_index(TaskKind::kernel)];
+  for (std::size_t k = 0; k < kTaskKindCount; ++k)
+    if (launch_samples[k].empty()) cal.launch_latency_ns[k] = kernel_latency;
+
+  std::vector<TimeNs> gaps;
+  for (const auto& lane : by_lane) {
+    for (std::size_t i = 1; i < lane.size(); ++i) {
+      const TraceEvent& e = ctx.event(lane[i]);
+      const TraceEvent& prev = ctx.event(lane[i - 1]);
+      const TraceEvent* call = launch_call(ctx, e);
+      const TimeNs latency = cal.launch_latency_ns[kind_index(gpu_task_kind(ctx.trace, e))];
+      const bool stream_bound = !call || call->start_ns + latency <= prev.end_ns();
+      if (stream_bound && e.start_ns >= prev.end_ns()) gaps.push_back(e.start_ns - prev.end_ns());
+    }
+  }
+  cal.gap_samples = static_cast<std::int64_t>(gaps.size());
+  cal.gpu_gap_ns = text::median(gaps);
+}
+
+namespace {
+
+class StreamBuilder {
+ public:
+  StreamBuilder(BuildContext& ctx, UnitId unit) : ctx_(ctx), unit_(unit) {}
+
+  void run(const std::vector<std::uint32_t>& positions) {
+    for (std::uint32_t p : positions) add(p);
+  }
+
+ private:
+  void add(std::uint32_t position) {
+    const TraceEvent& e = ctx_.event(position);
+    Task task;
+    task.kind = gpu_task_kind(ctx_.trace, e);
+    task.unit = unit_;
+    task.name = ctx_.graph.intern(ctx_.trace.name_of(e));
+    task.duration_ns = e.duration_ns;
+    task.recorded_start_ns = ctx_.rel(e.start_ns);
+    task.correlation = e.correlation;
+    task.source_event = e.source_index;
+    task.bytes = e.bytes;
+    const TaskId launcher = launching_task(e);
+    if (launcher != kNoTask) {
+      task.op_event = ctx_.graph.task(launcher).op_event;
+      task.op_name = ctx_.graph.task(launcher).op_name;
+    }
+    const TaskId id = ctx_.graph.add_task(task);
+    ctx_.add_task_times(ctx_.rel(e.start_ns), ctx_.rel(e.end_ns()), position);
+    ctx_.unit_tasks[unit_].push_back(id);
+    ctx_.event_task[position] = id;
+    ctx_.launched_by.resize(ctx_.graph.num_tasks(), kNoTask);
+    ctx_.launched_by[id] = launcher;
+    connect(id, e, launcher);
+    previous_ = id;
+  }
+
+  // A host-to-device copy from pageable memory starts only once the CPU has staged (part of)
+  // the data inside the call: that wait is CPU work recorded in the call, not GPU latency.
+  bool staged_copy(const TraceEvent& e) const {
+    const auto name = ctx_.trace.name_of(e);
+    return e.kind == EventKind::memcpy && text::contains(name, "HtoD") && text::contains(name, "Pageable");
+  }
+
+  TaskId launching_task(const TraceEvent& e) const {
+    const auto calls = ctx_.lookup(ctx_.api_by_correlation, e.correlation);
+    for (std::uint32_t call : calls)
+      if (ctx_.event_task[call] != kNoTask) return ctx_.event_task[call];
+    return kNoTask;
+  }
+
+  void connect(TaskId id, const TraceEvent& e, TaskId launcher) {
+    const Calibration& cal = ctx_.graph.calibration();
+    const TaskKind kind = ctx_.graph.task(id).kind;
+    const TimeNs latency = cal.launch_latency_ns[kind_index(kind)];
+    const TimeNs start = ctx_.rel(e.start_ns);
+    const TimeNs launch_ready = launcher == kNoTask ? std::numeric_limits<TimeNs>::min()
+                                                    : ctx_.times[launcher].start + latency;
+    if (launcher == kNoTask) {
+      ctx_.count("gpu_task_without_launch", Severity::info,
+                 "GPU tasks whose launch call is not in the trace (launched before profiling began): "
+                 "they start at their recorded time or after their stream predecessor",
+                 e.source_index);
+    } else {
+      TimeNs delay = staged_copy(e) ? std::clamp(start - ctx_.times[launcher].start, TimeNs{0},
+                                                   ctx_.times[launcher].end - ctx_.times[launcher].start)
+                                    : latency;
+      if (start < ctx_.times[launcher].start) {
+        ctx_.count("gpu_start_before_launch", Severity::error,
+                   "GPU tasks recorded as starting before their launch call (clock skew): launch delay set to 0",
+                   e.source_index);
+        delay = 0;
+      }
+      const EdgeType type = kind == TaskKind::communication ? EdgeType::communication : EdgeType::launch;
+      ctx_.graph.add_edge(launcher, id, {type, Timing::start_to_start, delay, false});
+    }
+    if (previous_ == kNoTask) return;
+    const TimeNs prev_end = ctx_.times[previous_].end;
+    if (start < prev_end - ctx_.options.contradiction_tolerance_ns)
+      ctx_.count("overlapping_gpu_tasks", Severity::error,
+                 "GPU tasks starting before the previous task on their stream ended: simulated one after the other",
+                 e.source_index);
+    const bool stream_bound = prev_end + cal.gpu_gap_ns >= launch_ready;
+    const TimeNs gap = stream_bound ? std::max<TimeNs>(0, start - prev_end) : cal.gpu_gap_ns;
+    ctx_.graph.add_edge(previous_, id, {EdgeType::gpu_sequential, Timing::finish_to_start, gap, false});
+  }
+
+  BuildContext& ctx_;
+  UnitId unit_;
+  TaskId previous_ = kNoTask;
+};
+
+}  // namespace
+
+void build_gpu_tasks(BuildContext& ctx) {
+  const auto by_lane = gpu_events_by_lane(ctx);
+  for (std::uint32_t lane = 0; lane < by_lane.size(); ++lane) {
+    if (by_lane[lane].empty()) continue;
+    const Lane& l = ctx.trace.lanes[lane];
+    ctx.lane_unit[lane] = ctx.graph.add_unit({UnitKind::gpu_stream, l.name, l.process, l.thread});
+    ctx.unit_tasks.emplace_back();
+    StreamBuilder(ctx, ctx.lane_unit[lane]).run(by_lane[lane]);
+  }
+  ctx.launched_by.resize(ctx.graph.num_tasks(), kNoTask);
+  ctx.woken.assign(ctx.graph.num_tasks(), 0);
+}
+
+}  // namespace daydream

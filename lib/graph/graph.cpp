@@ -1,0 +1,213 @@
+// daydream::Graph: tasks, units and typed edges over a Boost.Graph adjacency list.
+#include <boost/graph/depth_first_search.hpp>
+#include <boost/graph/topological_sort.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "daydream/error.hpp"
+#include "graph/graph_storage.hpp"
+
+namespace daydream {
+
+std::string_view to_string(UnitKind kind) {
+  switch (kind) {
+    case UnitKind::cpu_thread: return "cpu_thread";
+    case UnitKind::gpu_stream: return "gpu_stream";
+    case UnitKind::comm_channel: return "comm_channel";
+  }
+  return "?";
+}
+
+std::string_view to_string(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::cpu: return "cpu";
+    case TaskKind::runtime: return "runtime";
+    case TaskKind::kernel: return "kernel";
+    case TaskKind::memcpy: return "memcpy";
+    case TaskKind::memset: return "memset";
+    case TaskKind::communication: return "communication";
+  }
+  return "?";
+}
+
+bool is_gpu(TaskKind kind) {
+  return kind == TaskKind::kernel || kind == TaskKind::memcpy || kind == TaskKind::memset;
+}
+
+std::string_view to_string(EdgeType type) {
+  switch (type) {
+    case EdgeType::cpu_sequential: return "cpu_sequential";
+    case EdgeType::gpu_sequential: return "gpu_sequential";
+    case EdgeType::launch: return "launch";
+    case EdgeType::sync: return "sync";
+    case EdgeType::communication: return "communication";
+    case EdgeType::cross_thread: return "cross_thread";
+    case EdgeType::cross_stream: return "cross_stream";
+  }
+  return "?";
+}
+
+std::string_view to_string(Phase phase) {
+  switch (phase) {
+    case Phase::unknown: return "unknown";
+    case Phase::forward: return "forward";
+    case Phase::backward: return "backward";
+    case Phase::update: return "update";
+  }
+  return "?";
+}
+
+Graph::Graph() : storage_(std::make_unique<GraphStorage>()) {
+  strings_.emplace_back();
+  storage_->string_index.emplace(std::string(), 0);
+}
+Graph::~Graph() = default;
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+
+Graph::Graph(const Graph& other)
+    : origin_ns(other.origin_ns),
+      source_path(other.source_path),
+      storage_(std::make_unique<GraphStorage>(*other.storage_)),
+      units_(other.units_),
+      strings_(other.strings_),
+      iterations_(other.iterations_),
+      calibration_(other.calibration_),
+      report_(other.report_) {}
+
+Graph& Graph::operator=(const Graph& other) {
+  if (this != &other) *this = Graph(other);
+  return *this;
+}
+
+UnitId Graph::add_unit(Unit unit) {
+  units_.push_back(std::move(unit));
+  return static_cast<UnitId>(units_.size() - 1);
+}
+
+TaskId Graph::add_task(Task task) {
+  if (task.unit >= units_.size()) throw Error(fmt::format("add_task: unknown unit {}", task.unit));
+  return static_cast<TaskId>(boost::add_vertex(std::move(task), storage_->adjacency));
+}
+
+void Graph::add_edge(TaskId from, TaskId to, Edge edge) {
+  const auto n = num_tasks();
+  if (from >= n || to >= n) throw Error(fmt::format("add_edge: unknown task ({} -> {}, {} tasks)", from, to, n));
+  if (from == to) throw Error(fmt::format("add_edge: task {} '{}' cannot depend on itself", from, name(from)));
+  boost::add_edge(from, to, edge, storage_->adjacency);
+}
+
+std::uint32_t Graph::intern(std::string_view text) {
+  auto& index = storage_->string_index;
+  if (auto it = index.find(text); it != index.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(strings_.size());
+  strings_.emplace_back(text);
+  index.emplace(std::string(text), id);
+  return id;
+}
+
+std::size_t Graph::num_tasks() const { return boost::num_vertices(storage_->adjacency); }
+std::size_t Graph::num_edges() const { return boost::num_edges(storage_->adjacency); }
+
+const Task& Graph::task(TaskId id) const { return storage_->adjacency[id]; }
+Task& Graph::task(TaskId id) { return storage_->adjacency[id]; }
+
+std::vector<Graph::Neighbor> Graph::successors(TaskId id) const {
+  std::vector<Neighbor> out;
+  for (auto e : boost::make_iterator_range(boost::out_edges(id, storage_->adjacency)))
+    out.push_back({static_cast<TaskId>(boost::target(e, storage_->adjacency)), storage_->adjacency[e]});
+  return out;
+}
+
+std::vector<Graph::Neighbor> Graph::predecessors(TaskId id) const {
+  std::vector<Neighbor> out;
+  for (auto e : boost::make_iterator_range(boost::in_edges(id, storage_->adjacency)))
+    out.push_back({static_cast<TaskId>(boost::source(e, storage_->adjacency)), storage_->adjacency[e]});
+  return out;
+}
+
+Edge& Graph::edge(TaskId from, TaskId to) {
+  auto [e, found] = boost::edge(from, to, storage_->adjacency);
+  if (!found) throw Error(fmt::format("no edge {} -> {}", from, to));
+  return storage_->adjacency[e];
+}
+
+std::size_t Graph::in_degree(TaskId id) const { return boost::in_degree(id, storage_->adjacency); }
+std::size_t Graph::out_degree(TaskId id) const { return boost::out_degree(id, storage_->adjacency); }
+
+std::vector<Graph::EdgeRecord> Graph::edges() const {
+  std::vector<EdgeRecord> out;
+  out.reserve(num_edges());
+  const auto& g = storage_->adjacency;
+  for (TaskId v = 0; v < num_tasks(); ++v)
+    for (auto e : boost::make_iterator_range(boost::out_edges(v, g)))
+      out.push_back({v, static_cast<TaskId>(boost::target(e, g)), g[e]});
+  return out;
+}
+
+std::array<std::int64_t, kEdgeTypeCount> Graph::edge_counts() const {
+  std::array<std::int64_t, kEdgeTypeCount> counts{};
+  const auto& g = storage_->adjacency;
+  for (auto e : boost::make_iterator_range(boost::edges(g))) ++counts[static_cast<std::size_t>(g[e].type)];
+  return counts;
+}
+
+std::array<std::int64_t, kTaskKindCount> Graph::task_counts() const {
+  std::array<std::int64_t, kTaskKindCount> counts{};
+  for (TaskId v = 0; v < num_tasks(); ++v) ++counts[static_cast<std::size_t>(task(v).kind)];
+  return counts;
+}
+
+namespace {
+
+// Records DFS tree parents and stops at the first back edge (u -> v closes a cycle).
+struct CycleFinder : boost::default_dfs_visitor {
+  std::vector<TaskId>* parent;
+  std::pair<TaskId, TaskId>* found_edge;
+  struct Found {};
+  template <class E, class G> void tree_edge(E e, const G& g) {
+    (*parent)[boost::target(e, g)] = static_cast<TaskId>(boost::source(e, g));
+  }
+  template <class E, class G> void back_edge(E e, const G& g) {
+    *found_edge = {static_cast<TaskId>(boost::source(e, g)), static_cast<TaskId>(boost::target(e, g))};
+    throw Found{};
+  }
+};
+
+}  // namespace
+
+std::vector<TaskId> Graph::find_cycle() const {
+  std::vector<TaskId> parent(num_tasks(), kNoTask);
+  std::pair<TaskId, TaskId> back{kNoTask, kNoTask};
+  try {
+    CycleFinder finder;
+    finder.parent = &parent;
+    finder.found_edge = &back;
+    boost::depth_first_search(storage_->adjacency, boost::visitor(finder));
+    return {};
+  } catch (const CycleFinder::Found&) {
+  }
+  std::vector<TaskId> cycle;
+  for (TaskId v = back.first; v != back.second && v != kNoTask; v = parent[v]) cycle.push_back(v);
+  cycle.push_back(back.second);
+  std::reverse(cycle.begin(), cycle.end());
+  return cycle;
+}
+
+std::vector<TaskId> Graph::topological_order() const {
+  std::vector<TaskId> reversed;
+  reversed.reserve(num_tasks());
+  try {
+    boost::topological_sort(storage_->adjacency, std::back_inserter(reversed));
+  } catch (const boost::not_a_dag&) {
+    const auto cycle = find_cycle();
+    std::string names;
+    for (TaskId t : cycle) names += fmt::format("{}{} '{}'", names.empty() ? "" : " -> ", t, name(t));
+    throw Error("the graph has a cycle: " + names);
+  }
+  return {reversed.rbegin(), reversed.rend()};
+}
+
+}  // namespace daydream

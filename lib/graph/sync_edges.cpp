@@ -1,0 +1,260 @@
+// sync and cross-stream edges: which GPU work a blocking CUDA call waits for, and which GPU task
+// a cudaStreamWaitEvent holds back. Where the trace has CUPTI synchronization records
+// (`cuda_sync`), they name the stream and the awaited cudaEventRecord; otherwise the stream is
+// inferred from the calling thread's launches (the last launch before the call, or before the
+// last cudaEventRecord) and the edge is marked inferred. An inferred edge the timestamps
+// contradict (the CPU returned before the GPU work ended) is dropped and counted.
+//
+// A blocking call's task keeps only the CPU time after the awaited work ended (its return
+// latency); the wait itself becomes the sync edge.
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "graph/build_context.hpp"
+
+namespace daydream {
+namespace {
+
+constexpr TimeNs kNever = std::numeric_limits<TimeNs>::min();
+
+/// Where on a stream an event was recorded: work launched before `time` on `unit`.
+struct RecordPoint {
+  TimeNs time = kNever;
+  UnitId unit = BuildContext::kNoUnit;
+  bool inferred = true;
+};
+
+class SyncBuilder {
+ public:
+  explicit SyncBuilder(BuildContext& ctx) : ctx_(ctx) { index_streams(); }
+
+  void run() {
+    for (UnitId u = 0; u < ctx_.graph.units().size(); ++u)
+      if (ctx_.graph.units()[u].kind == UnitKind::cpu_thread) walk_thread(ctx_.unit_tasks[u]);
+  }
+
+ private:
+  // Per GPU unit: the launch time of each task in stream order, made non-decreasing (streams are
+  // FIFO in launch order), so "last task launched before t" is a binary search.
+  void index_streams() {
+    launch_times_.resize(ctx_.graph.units().size());
+    for (UnitId u = 0; u < ctx_.graph.units().size(); ++u) {
+      const Unit& unit = ctx_.graph.units()[u];
+      if (unit.kind != UnitKind::gpu_stream) continue;
+      stream_unit_[{unit.process, unit.thread}] = u;
+      TimeNs running = kNever;
+      for (TaskId t : ctx_.unit_tasks[u]) {
+        const TaskId launcher = ctx_.launched_by[t];
+        if (launcher != kNoTask) running = std::max(running, ctx_.times[launcher].start);
+        launch_times_[u].push_back(running);
+      }
+    }
+  }
+
+  TaskId last_launched_before(UnitId unit, TimeNs time) const {
+    const auto& times = launch_times_[unit];
+    const auto it = std::lower_bound(times.begin(), times.end(), time);
+    if (it == times.begin()) return kNoTask;
+    return ctx_.unit_tasks[unit][static_cast<std::size_t>(it - times.begin() - 1)];
+  }
+
+  TaskId first_launched_after(UnitId unit, TimeNs time) const {
+    const auto& times = launch_times_[unit];
+    const auto it = std::upper_bound(times.begin(), times.end(), time);
+    if (it == times.end()) return kNoTask;
+    return ctx_.unit_tasks[unit][static_cast<std::size_t>(it - times.begin())];
+  }
+
+  UnitId stream_unit(std::int64_t device, std::int64_t stream) const {
+    auto it = stream_unit_.find({device, stream});
+    return it == stream_unit_.end() ? BuildContext::kNoUnit : it->second;
+  }
+
+  const TraceEvent* sync_record(const TraceEvent& call) const {
+    const auto records = ctx_.lookup(ctx_.sync_by_correlation, call.correlation);
+    return records.empty() ? nullptr : &ctx_.event(records.front());
+  }
+
+  UnitId launched_unit(TaskId api_task) const {
+    const auto gpu = ctx_.lookup(ctx_.gpu_by_correlation, ctx_.graph.task(api_task).correlation);
+    for (std::uint32_t p : gpu)
+      if (ctx_.event_task[p] != kNoTask) return ctx_.graph.task(ctx_.event_task[p]).unit;
+    return BuildContext::kNoUnit;
+  }
+
+  void walk_thread(const std::vector<TaskId>& tasks) {
+    std::vector<UnitId> next_launch(tasks.size() + 1, BuildContext::kNoUnit);
+    for (std::size_t i = tasks.size(); i-- > 0;) {
+      const UnitId u = ctx_.graph.task(tasks[i]).kind == TaskKind::runtime ? launched_unit(tasks[i]) : BuildContext::kNoUnit;
+      next_launch[i] = u != BuildContext::kNoUnit ? u : next_launch[i + 1];
+    }
+    UnitId last_launch = BuildContext::kNoUnit;
+    RecordPoint last_record;
+    last_launch_on_.assign(ctx_.graph.units().size(), kNever);
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const TaskId t = tasks[i];
+      if (ctx_.graph.task(t).kind != TaskKind::runtime) continue;
+      const std::uint32_t position = ctx_.task_position[t];
+      if (ctx_.api_wait_task[position] == t) {
+        wait_for_copy(t, position);
+        continue;
+      }
+      handle_call(t, position, last_launch, last_record, next_launch[i + 1]);
+      const UnitId launched = launched_unit(t);
+      if (launched == BuildContext::kNoUnit) continue;
+      last_launch = launched;
+      last_launch_on_[launched] = ctx_.times[t].start;
+    }
+  }
+
+  // Without a usable cudaEventRecord (NCCL records its events out of sight), the awaited event is
+  // taken to be on the stream this thread launched to most recently, other than the waiting one.
+  RecordPoint latest_other_stream(UnitId waiting_unit, TimeNs time) const {
+    RecordPoint point;
+    TimeNs latest = kNever;
+    for (UnitId u = 0; u < last_launch_on_.size(); ++u) {
+      if (u == waiting_unit || last_launch_on_[u] == kNever || last_launch_on_[u] <= latest) continue;
+      latest = last_launch_on_[u];
+      point = {time, u, true};
+    }
+    return point;
+  }
+
+  void handle_call(TaskId t, std::uint32_t position, UnitId last_launch, RecordPoint& last_record,
+                   UnitId next_launch) {
+    const TraceEvent& call = ctx_.event(position);
+    const TraceEvent* record = sync_record(call);
+    switch (api_role(ctx_.trace.name_of(call))) {
+      case ApiRole::device_sync: return wait_for_device(t);
+      case ApiRole::stream_sync: return wait_for_stream(t, record, last_launch);
+      case ApiRole::event_sync: return wait_for_event(t, event_point(record, last_record));
+      case ApiRole::stream_wait_event: return stream_wait(t, record, event_point(record, last_record), next_launch);
+      case ApiRole::event_record: last_record = {ctx_.times[t].start, last_launch, true}; return;
+      default: return;
+    }
+  }
+
+  // The recorded event named by a cuda_sync record, else the thread's last cudaEventRecord.
+  RecordPoint event_point(const TraceEvent* record, const RecordPoint& last_record) const {
+    if (!record || record->wait_record_correlation == kNone) return last_record;
+    const auto calls = ctx_.lookup(ctx_.api_by_correlation, record->wait_record_correlation);
+    const UnitId unit = stream_unit(ctx_.trace.lanes[record->lane].process, record->wait_on_stream);
+    if (calls.empty() || unit == BuildContext::kNoUnit) return last_record;
+    return {ctx_.times[ctx_.event_task[calls.front()]].start, unit, false};
+  }
+
+  void wait_for_device(TaskId t) {
+    std::vector<TaskId> awaited;
+    for (UnitId u = 0; u < ctx_.graph.units().size(); ++u) {
+      if (ctx_.graph.units()[u].kind != UnitKind::gpu_stream) continue;
+      const TaskId last = last_launched_before(u, ctx_.times[t].start);
+      if (last != kNoTask) awaited.push_back(last);
+    }
+    add_sync(t, awaited, false);
+  }
+
+  void wait_for_stream(TaskId t, const TraceEvent* record, UnitId last_launch) {
+    UnitId unit = BuildContext::kNoUnit;
+    if (record && record->sync_stream != kNone)
+      unit = stream_unit(ctx_.trace.lanes[record->lane].process, record->sync_stream);
+    const bool inferred = unit == BuildContext::kNoUnit;
+    if (inferred) unit = last_launch;
+    if (unit == BuildContext::kNoUnit) return;
+    const TaskId last = last_launched_before(unit, ctx_.times[t].start);
+    if (last != kNoTask) add_sync(t, {last}, inferred);
+  }
+
+  void wait_for_event(TaskId t, const RecordPoint& point) {
+    if (point.unit == BuildContext::kNoUnit) {
+      ctx_.count("event_sync_unresolved", Severity::info,
+                 "cudaEventSynchronize calls whose event could not be traced to a stream: no edge");
+      return;
+    }
+    const TaskId last = last_launched_before(point.unit, point.time);
+    if (last != kNoTask) add_sync(t, {last}, point.inferred);
+  }
+
+  void wait_for_copy(TaskId wait, std::uint32_t position) {
+    std::vector<TaskId> copies;
+    for (std::uint32_t p : ctx_.lookup(ctx_.gpu_by_correlation, ctx_.event(position).correlation))
+      if (ctx_.event_task[p] != kNoTask) copies.push_back(ctx_.event_task[p]);
+    add_sync(wait, copies, false);
+  }
+
+  void add_sync(TaskId t, const std::vector<TaskId>& awaited, bool inferred) {
+    if (awaited.empty()) return;
+    TimeNs awaited_end = kNever;
+    for (TaskId a : awaited) awaited_end = std::max(awaited_end, ctx_.times[a].end);
+    const TaskTimes& call = ctx_.times[t];
+    if (awaited_end > call.end + ctx_.options.contradiction_tolerance_ns) {
+      ctx_.count(inferred ? "inferred_sync_contradicted" : "sync_returned_before_gpu_end",
+                 inferred ? Severity::info : Severity::error,
+                 "blocking calls that returned before the GPU work they wait for ended (wrong inference or "
+                 "clock skew): no sync edge",
+                 ctx_.graph.task(t).source_event);
+      return;
+    }
+    for (TaskId a : awaited) {
+      const EdgeType type = ctx_.graph.task(a).kind == TaskKind::communication ? EdgeType::communication : EdgeType::sync;
+      ctx_.graph.add_edge(a, t, {type, Timing::finish_to_start, 0, inferred});
+    }
+    Task& task = ctx_.graph.task(t);
+    task.blocking = true;
+    task.duration_ns = std::max<TimeNs>(0, call.end - std::max(call.start, awaited_end));
+    if (inferred) ctx_.count("sync_stream_inferred", Severity::info,
+                             "sync calls whose stream or event was inferred from the thread's launches");
+  }
+
+  void stream_wait(TaskId t, const TraceEvent* record, const RecordPoint& point, UnitId next_launch) {
+    UnitId waiting_unit = BuildContext::kNoUnit;
+    if (record && record->sync_stream != kNone)
+      waiting_unit = stream_unit(ctx_.trace.lanes[record->lane].process, record->sync_stream);
+    const bool inferred = point.inferred || waiting_unit == BuildContext::kNoUnit;
+    if (waiting_unit == BuildContext::kNoUnit) waiting_unit = next_launch;
+    if (waiting_unit == BuildContext::kNoUnit) return;
+    const RecordPoint event = point.unit == BuildContext::kNoUnit || point.unit == waiting_unit
+                                  ? latest_other_stream(waiting_unit, ctx_.times[t].start)
+                                  : point;
+    if (event.unit == BuildContext::kNoUnit) return;
+    const TaskId awaited = last_launched_before(event.unit, event.time);
+    const TaskId waiting = first_launched_after(waiting_unit, ctx_.times[t].start);
+    if (awaited == kNoTask || waiting == kNoTask) return;
+    add_cross_stream(awaited, waiting, inferred);
+  }
+
+  void add_cross_stream(TaskId awaited, TaskId waiting, bool inferred) {
+    if (ctx_.times[waiting].start < ctx_.times[awaited].end - ctx_.options.contradiction_tolerance_ns) {
+      ctx_.count("cross_stream_contradicted", Severity::info,
+                 "stream waits whose waiting task started before the awaited task ended: no edge",
+                 ctx_.graph.task(waiting).source_event);
+      return;
+    }
+    const bool comm = ctx_.graph.task(awaited).kind == TaskKind::communication ||
+                      ctx_.graph.task(waiting).kind == TaskKind::communication;
+    ctx_.graph.add_edge(awaited, waiting,
+                        {comm ? EdgeType::communication : EdgeType::cross_stream, Timing::finish_to_start, 0, inferred});
+    relax_stream_gap(awaited, waiting);
+  }
+
+  // When the wait explains the waiting task's late start, its stream gap was waiting, not overhead.
+  void relax_stream_gap(TaskId awaited, TaskId waiting) {
+    for (const auto& pred : ctx_.graph.predecessors(waiting)) {
+      if (pred.edge.type != EdgeType::gpu_sequential) continue;
+      Edge& seq = ctx_.graph.edge(pred.task, waiting);
+      const TimeNs gap = ctx_.graph.calibration().gpu_gap_ns;
+      if (ctx_.times[awaited].end >= ctx_.times[pred.task].end + gap) seq.delay_ns = std::min(seq.delay_ns, gap);
+    }
+  }
+
+  BuildContext& ctx_;
+  std::vector<std::vector<TimeNs>> launch_times_;
+  std::map<std::pair<std::int64_t, std::int64_t>, UnitId> stream_unit_;
+  std::vector<TimeNs> last_launch_on_;  // per unit: this thread's latest launch call to it
+};
+
+}  // namespace
+
+void build_sync_edges(BuildContext& ctx) { SyncBuilder(ctx).run(); }
+
+}  // namespace daydream

@@ -1,0 +1,432 @@
+// Kineto Chrome-trace JSON -> Trace, in one pass with simdjson On-Demand.
+//
+// Timestamps are parsed from the number tokens themselves ("1712195495519695.8" us) into integer
+// nanoseconds: a double cannot hold 16 significant digits plus a fraction exactly.
+#include "ingest/kineto/kineto_reader.hpp"
+
+#include <simdjson.h>
+
+#include <fmt/format.h>
+
+#include <map>
+#include <unordered_map>
+
+#include "common/text.hpp"
+#include "daydream/error.hpp"
+#include "ingest/kineto/kineto_event.hpp"
+#include "ingest/padding.hpp"
+
+namespace daydream {
+namespace od = simdjson::ondemand;
+using kineto::Category;
+using kineto::FlexibleId;
+using kineto::RawEvent;
+
+static_assert(kInputPadding >= simdjson::SIMDJSON_PADDING);
+
+namespace kineto {
+
+Category classify(std::string_view cat, bool* legacy) {
+  struct Entry { std::string_view name; Category category; bool legacy; };
+  static constexpr Entry kTable[] = {
+      {"cpu_op", Category::cpu_op, false},          {"Operator", Category::cpu_op, true},
+      {"user_annotation", Category::user_annotation, false},
+      {"python_function", Category::python_function, false},
+      {"cuda_runtime", Category::runtime, false},   {"Runtime", Category::runtime, true},
+      {"cuda_driver", Category::driver, false},     {"kernel", Category::kernel, false},
+      {"Kernel", Category::kernel, true},           {"gpu_memcpy", Category::memcpy, false},
+      {"Memcpy", Category::memcpy, true},           {"gpu_memset", Category::memset, false},
+      {"Memset", Category::memset, true},           {"cuda_sync", Category::cuda_sync, false},
+      {"gpu_user_annotation", Category::gpu_annotation, false},
+      {"Trace", Category::profiler_span, false},    {"ac2g", Category::launch_flow, false},
+      {"async", Category::launch_flow, true},       {"fwdbwd", Category::fwdbwd_flow, false},
+  };
+  for (const auto& entry : kTable) {
+    if (entry.name == cat) {
+      if (entry.legacy) *legacy = true;
+      return entry.category;
+    }
+  }
+  return Category::unknown;
+}
+
+}  // namespace kineto
+
+namespace {
+
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+EventKind event_kind(Category category) {
+  switch (category) {
+    case Category::cpu_op: return EventKind::cpu_op;
+    case Category::user_annotation: return EventKind::user_annotation;
+    case Category::python_function: return EventKind::python_function;
+    case Category::runtime: return EventKind::runtime;
+    case Category::driver: return EventKind::driver;
+    case Category::kernel: return EventKind::kernel;
+    case Category::memcpy: return EventKind::memcpy;
+    case Category::memset: return EventKind::memset;
+    case Category::cuda_sync: return EventKind::cuda_sync;
+    default: return EventKind::gpu_annotation;
+  }
+}
+
+SyncKind sync_kind_of(std::string_view text) {
+  if (text.empty()) return SyncKind::none;
+  if (text == "Stream Sync") return SyncKind::stream_sync;
+  if (text == "Event Sync") return SyncKind::event_sync;
+  if (text == "Context Sync") return SyncKind::context_sync;
+  if (text == "Stream Wait Event") return SyncKind::stream_wait_event;
+  return SyncKind::unknown;
+}
+
+std::optional<std::int64_t> id_value(const FlexibleId& id) {
+  if (id.number) return id.number;
+  if (!id.text.empty()) return text::trailing_integer(id.text);
+  return std::nullopt;
+}
+
+/// Parses one document into a Trace. Holds the per-file state (string and lane tables).
+class KinetoParser {
+ public:
+  explicit KinetoParser(std::string file) { trace_.path = std::move(file); trace_.strings.emplace_back(); }
+
+  Trace parse(const std::string& contents) {
+    od::parser parser;
+    simdjson::padded_string copy;
+    simdjson::padded_string_view json(contents.data(), contents.size(), contents.capacity());
+    if (contents.capacity() < contents.size() + simdjson::SIMDJSON_PADDING) {
+      copy = simdjson::padded_string(contents);
+      json = copy;
+    }
+    try {
+      od::document doc = parser.iterate(json);
+      if (doc.type() == od::json_type::array) {
+        od::array events = doc.get_array();
+        parse_events(events);
+      } else {
+        parse_top_level(doc.get_object());
+      }
+    } catch (const simdjson::simdjson_error& e) {
+      fail(field_, fmt::format("invalid JSON ({})", e.what()));
+    }
+    if (!saw_events_) throw Error(trace_.path, Error::kNoEvent, "traceEvents", "missing: not a Chrome-trace JSON file");
+    finish();
+    return std::move(trace_);
+  }
+
+ private:
+  [[noreturn]] void fail(std::string_view field, const std::string& problem) const {
+    throw Error(trace_.path, event_index_, std::string(field), problem);
+  }
+
+  void parse_top_level(od::object top) {
+    for (auto field : top) {
+      const auto key = field.key().value();
+      if (key == "traceEvents") {
+        od::array events = field.value().get_array();
+        parse_events(events);
+      } else if (key == "deviceProperties") {
+        parse_devices(field.value().get_array());
+      } else if (key == "distributedInfo") {
+        parse_distributed(field.value().get_object());
+      } else if (key == "schemaVersion") {
+        trace_.metadata.schema_version = number_or_none(field.value());
+      }
+    }
+  }
+
+  void parse_devices(od::array devices) {
+    field_ = "deviceProperties";
+    for (auto device : devices) {
+      for (auto field : device.get_object()) {
+        if (field.key().value() == "name") trace_.metadata.devices.emplace_back(std::string_view(field.value().get_string()));
+      }
+    }
+    field_ = {};
+  }
+
+  void parse_distributed(od::object info) {
+    field_ = "distributedInfo";
+    for (auto field : info) {
+      const auto key = field.key().value();
+      if (key == "rank") trace_.metadata.rank = number_or_none(field.value());
+      else if (key == "world_size") trace_.metadata.world_size = number_or_none(field.value());
+    }
+    field_ = {};
+  }
+
+  static std::int64_t number_or_none(od::value value) {
+    std::int64_t n = kNone;
+    if (value.type() == od::json_type::number && value.get_int64().get(n) != simdjson::SUCCESS) n = kNone;
+    return n;
+  }
+
+  void parse_events(od::array events) {
+    saw_events_ = true;
+    event_index_ = 0;
+    for (auto element : events) {
+      field_ = {};
+      od::object object;
+      if (element.get_object().get(object) != simdjson::SUCCESS) fail("", "event is not a JSON object");
+      RawEvent raw;
+      parse_event(object, raw);
+      add_event(raw);
+      ++event_index_;
+    }
+    event_index_ = Error::kNoEvent;
+  }
+
+  void parse_event(od::object object, RawEvent& raw) {
+    for (auto field : object) {
+      const auto key = field.key().value();
+      od::value value = field.value();
+      if (key == "ph") set_string(value, raw.ph, "ph");
+      else if (key == "cat") raw.has_cat = set_string(value, raw.cat, "cat");
+      else if (key == "name") raw.has_name = set_string(value, raw.name, "name");
+      else if (key == "pid") read_flexible(value, raw.pid, "pid");
+      else if (key == "tid") read_flexible(value, raw.tid, "tid");
+      else if (key == "id") read_flexible(value, raw.id, "id");
+      else if (key == "ts") read_time(value, raw.ts, raw.ts_token, "ts");
+      else if (key == "dur") read_time(value, raw.dur, raw.dur_token, "dur");
+      else if (key == "args" && value.type() == od::json_type::object) parse_args(value.get_object(), raw);
+    }
+  }
+
+  bool set_string(od::value value, std::string_view& out, std::string_view field) {
+    field_ = field;
+    if (value.type() != od::json_type::string) fail(field, "expected a string");
+    out = value.get_string();
+    return true;
+  }
+
+  void read_flexible(od::value value, FlexibleId& out, std::string_view field) {
+    field_ = field;
+    const auto type = value.type().value();
+    if (type == od::json_type::number) {
+      std::int64_t n = 0;
+      if (value.get_int64().get(n) == simdjson::SUCCESS) out.number = n;
+      else out.number = static_cast<std::int64_t>(double(value.get_double()));
+    } else if (type == od::json_type::string) {
+      out.text = value.get_string();
+    }
+  }
+
+  void read_time(od::value value, std::optional<TimeNs>& out, std::string_view& token, std::string_view field) {
+    field_ = field;
+    if (value.type() != od::json_type::number) fail(field, "expected a number of microseconds");
+    token = value.raw_json_token();
+    out = text::microseconds_to_ns(token);
+    if (!out) fail(field, fmt::format("malformed number '{}'", token));
+  }
+
+  static std::int64_t int_arg(od::value value) {
+    std::int64_t n = kNone;
+    const auto type = value.type().value();
+    if (type == od::json_type::number) {
+      if (value.get_int64().get(n) != simdjson::SUCCESS) n = static_cast<std::int64_t>(double(value.get_double()));
+    } else if (type == od::json_type::string) {
+      n = text::trailing_integer(std::string_view(value.get_string())).value_or(kNone);
+    }
+    return n;
+  }
+
+  static std::string_view string_arg(od::value value) {
+    std::string_view s;
+    if (value.type() == od::json_type::string) s = value.get_string();
+    return s;
+  }
+
+  void parse_args(od::object args, RawEvent& raw) {
+    for (auto field : args) {
+      const auto key = field.key().value();
+      field_ = "args";
+      od::value v = field.value();
+      if (key == "correlation") raw.correlation = int_arg(v);
+      else if (key == "External id" || key == "external id") raw.external_id = int_arg(v);
+      else if (key == "stream") raw.stream = int_arg(v);
+      else if (key == "device") raw.device = int_arg(v);
+      else if (key == "bytes") raw.bytes = int_arg(v);
+      else if (key == "Sequence number") raw.sequence_number = int_arg(v);
+      else if (key == "cuda_sync_kind") raw.sync_kind = string_arg(v);
+      else if (key == "wait_on_stream") raw.wait_on_stream = int_arg(v);
+      else if (key == "wait_on_cuda_event_record_corr_id") raw.wait_record_correlation = int_arg(v);
+      else if (key == "name") raw.meta_name = string_arg(v);
+      else if (key == "Collective name") raw.collective_name = string_arg(v);
+      else if (key == "In msg nelems") raw.in_elements = int_arg(v);
+      else if (key == "Out msg nelems") raw.out_elements = int_arg(v);
+      else if (key == "Group size") raw.group_size = int_arg(v);
+      else if (key == "dtype") raw.dtype = string_arg(v);
+      else if (key == "Process Group Name") raw.process_group = string_arg(v);
+    }
+  }
+
+  // --- normalisation ---
+
+  void add_event(const RawEvent& raw) {
+    if (raw.ph.empty()) fail("ph", "missing");
+    const char ph = raw.ph[0];
+    if (ph == 'X') return add_complete(raw);
+    if (ph == 's' || ph == 'f' || ph == 't') return add_flow(raw);
+    if (ph == 'M') return add_metadata(raw);
+    if (ph == 'i' || ph == 'I')
+      return count("instant_events", Severity::info, "instant events (memory, markers): not simulated");
+    count(fmt::format("unsupported_phase:{}", raw.ph), Severity::data_loss,
+          "events of a phase daydream does not read (only X, s/f, M, i)");
+  }
+
+  void count(std::string_view key, Severity severity, std::string_view description) {
+    trace_.report.count(key, severity, description, event_index_);
+  }
+
+  void add_complete(const RawEvent& raw) {
+    const Category category = kineto::classify(raw.cat, &legacy_);
+    if (category == Category::profiler_span) return;
+    if (category == Category::unknown || category == Category::launch_flow || category == Category::fwdbwd_flow) {
+      count(fmt::format("unknown_category:{}", raw.has_cat ? raw.cat : "(none)"), Severity::info,
+            "complete events of a category daydream does not model: kept out of the graph");
+      return;
+    }
+    if (!raw.has_name) fail("name", "missing");
+    if (!raw.ts) fail("ts", "missing");
+    if (!raw.dur) fail("dur", "missing");
+    if (*raw.dur < 0) fail("dur", fmt::format("negative duration {} us", raw.dur_token));
+    TraceEvent event;
+    event.kind = event_kind(category);
+    event.start_ns = *raw.ts;
+    event.duration_ns = *raw.dur;
+    event.name = intern(raw.name);
+    event.source_index = static_cast<std::uint32_t>(event_index_);
+    event.correlation = raw.correlation;
+    event.external_id = raw.external_id;
+    event.bytes = raw.bytes;
+    event.sequence_number = raw.sequence_number;
+    event.lane = lane_of(event.kind, raw);
+    if (event.kind == EventKind::cuda_sync) add_sync_fields(raw, event);
+    if (raw.name == "record_param_comms") event.collective = add_collective(raw);
+    if (*raw.dur == 0) count("zero_duration_events", Severity::info, "events with dur 0: kept, take no time");
+    trace_.events.push_back(event);
+  }
+
+  void add_sync_fields(const RawEvent& raw, TraceEvent& event) {
+    event.sync_kind = sync_kind_of(raw.sync_kind);
+    event.sync_stream = raw.stream;
+    event.wait_on_stream = raw.wait_on_stream;
+    event.wait_record_correlation = raw.wait_record_correlation;
+  }
+
+  std::int32_t add_collective(const RawEvent& raw) {
+    CollectiveInfo info{std::string(raw.collective_name), raw.in_elements, raw.out_elements, raw.group_size,
+                        std::string(raw.dtype), std::string(raw.process_group)};
+    trace_.collectives.push_back(std::move(info));
+    return static_cast<std::int32_t>(trace_.collectives.size() - 1);
+  }
+
+  std::uint32_t lane_of(EventKind kind, const RawEvent& raw) {
+    const bool gpu = is_gpu_activity(kind) || kind == EventKind::cuda_sync || kind == EventKind::gpu_annotation;
+    if (gpu) return gpu_lane(kind, raw);
+    const auto pid = id_value(raw.pid);
+    const auto tid = id_value(raw.tid);
+    if (!pid) fail("pid", "missing or not an integer");
+    if (!tid) fail("tid", "missing or not an integer");
+    return lane(LaneKind::cpu_thread, *pid, *tid);
+  }
+
+  std::uint32_t gpu_lane(EventKind kind, const RawEvent& raw) {
+    std::int64_t stream = raw.stream;
+    if (stream == kNone && kind != EventKind::cuda_sync) stream = id_value(raw.tid).value_or(kNone);
+    if (stream == kNone && is_gpu_activity(kind)) fail("args.stream", "missing (and tid names no stream)");
+    std::int64_t device = raw.device != kNone ? raw.device : id_value(raw.pid).value_or(0);
+    return lane(LaneKind::gpu_stream, device, stream);
+  }
+
+  std::uint32_t lane(LaneKind kind, std::int64_t process, std::int64_t thread) {
+    auto key = std::make_tuple(kind, process, thread);
+    auto [it, inserted] = lanes_.try_emplace(key, static_cast<std::uint32_t>(trace_.lanes.size()));
+    if (inserted) trace_.lanes.push_back({kind, process, thread, {}});
+    return it->second;
+  }
+
+  void add_flow(const RawEvent& raw) {
+    const auto id = id_value(raw.id);
+    if (!id || !raw.ts) {
+      count("flow_without_id_or_ts", Severity::info, "flow events lacking id or ts: ignored");
+      return;
+    }
+    Flow flow;
+    flow.category = intern(raw.cat);
+    flow.id = *id;
+    flow.time_ns = *raw.ts;
+    flow.process = id_value(raw.pid).value_or(kNone);
+    flow.thread = id_value(raw.tid).value_or(kNone);
+    flow.is_start = raw.ph[0] == 's';
+    trace_.flows.push_back(flow);
+  }
+
+  void add_metadata(const RawEvent& raw) {
+    if (raw.name != "thread_name" && raw.name != "process_name") return;
+    const auto pid = id_value(raw.pid), tid = id_value(raw.tid);
+    if (!pid) return;
+    auto& names = raw.name == "thread_name" ? thread_names_ : process_names_;
+    names[{*pid, tid.value_or(0)}] = std::string(raw.meta_name);
+  }
+
+  std::uint32_t intern(std::string_view text) {
+    auto it = strings_.find(text);
+    if (it != strings_.end()) return it->second;
+    const auto index = static_cast<std::uint32_t>(trace_.strings.size());
+    trace_.strings.emplace_back(text);
+    strings_.emplace(std::string(text), index);
+    return index;
+  }
+
+  void finish() {
+    trace_.metadata.format = legacy_ ? "kineto-json-legacy" : "kineto-json";
+    for (auto& lane : trace_.lanes) lane.name = lane_name(lane);
+  }
+
+  std::string lane_name(const Lane& lane) const {
+    if (lane.kind == LaneKind::gpu_stream) return fmt::format("GPU {} stream {}", lane.process, lane.thread);
+    auto it = thread_names_.find({lane.process, lane.thread});
+    if (it != thread_names_.end() && !it->second.empty())
+      return it->second;
+    return fmt::format("thread {}", lane.thread);
+  }
+
+  Trace trace_;
+  std::int64_t event_index_ = Error::kNoEvent;
+  std::string_view field_;
+  bool saw_events_ = false;
+  bool legacy_ = false;
+  std::unordered_map<std::string, std::uint32_t, StringHash, std::equal_to<>> strings_;
+  std::map<std::tuple<LaneKind, std::int64_t, std::int64_t>, std::uint32_t> lanes_;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::string> thread_names_, process_names_;
+};
+
+}  // namespace
+
+bool KinetoJsonReader::can_read(const InputFile& file) const {
+  for (char c : std::string_view(file.contents).substr(0, 4096)) {
+    if (c == '{' || c == '[') return true;
+    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return false;
+  }
+  return false;
+}
+
+Trace KinetoJsonReader::read(const InputFile& file) const {
+  Trace trace = KinetoParser(file.path.string()).parse(file.contents);
+  trace.bytes_read = file.contents.size();
+  return trace;
+}
+
+Trace parse_kineto_json(std::string json, const std::string& name) {
+  json.reserve(json.size() + kInputPadding);
+  Trace trace = KinetoParser(name).parse(json);
+  trace.bytes_read = json.size();
+  return trace;
+}
+
+}  // namespace daydream

@@ -1,0 +1,17 @@
+#pragma once
+// Reader for the PyTorch profiler (Kineto) Chrome-trace JSON, legacy (PyTorch 1.8/1.9:
+// `Operator`/`Runtime`/`Kernel`, flows `async`) and modern (`cpu_op`/`cuda_runtime`/`kernel`,
+// flows `ac2g`, `fwdbwd`). See docs/formats.md.
+
+#include "daydream/ingest.hpp"
+
+namespace daydream {
+
+class KinetoJsonReader final : public TraceReader {
+ public:
+  std::string_view format() const override { return "kineto-json"; }
+  bool can_read(const InputFile& file) const override;
+  Trace read(const InputFile& file) const override;
+};
+
+}  // namespace daydream

@@ -1,0 +1,25 @@
+// The reader registry: adding a trace format adds one line here.
+#include "daydream/error.hpp"
+#include "daydream/ingest.hpp"
+#include "ingest/kineto/kineto_reader.hpp"
+
+namespace daydream {
+
+const std::vector<std::unique_ptr<TraceReader>>& trace_readers() {
+  static const std::vector<std::unique_ptr<TraceReader>> readers = [] {
+    std::vector<std::unique_ptr<TraceReader>> list;
+    list.push_back(std::make_unique<KinetoJsonReader>());
+    return list;
+  }();
+  return readers;
+}
+
+Trace load_trace(const std::filesystem::path& path) {
+  const InputFile file = read_input_file(path);
+  for (const auto& reader : trace_readers()) {
+    if (reader->can_read(file)) return reader->read(file);
+  }
+  throw Error(path.string(), Error::kNoEvent, "", "unrecognised trace format (expected Kineto Chrome-trace JSON)");
+}
+
+}  // namespace daydream

@@ -1,0 +1,102 @@
+#include "report/json_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace daydream {
+
+std::string format_ms(TimeNs ns) {
+  const bool negative = ns < 0;
+  const std::uint64_t magnitude = negative ? static_cast<std::uint64_t>(-(ns + 1)) + 1 : static_cast<std::uint64_t>(ns);
+  std::string fraction = fmt::format("{:06d}", magnitude % 1'000'000);
+  while (fraction.size() > 1 && fraction.back() == '0') fraction.pop_back();
+  return fmt::format("{}{}.{}", negative ? "-" : "", magnitude / 1'000'000, fraction);
+}
+
+void JsonWriter::separate() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!first_.empty()) {
+    if (!first_.back()) out_ += ", ";
+    first_.back() = false;
+  }
+}
+
+JsonWriter& JsonWriter::begin_object() {
+  separate();
+  out_ += '{';
+  first_.push_back(true);
+  return *this;
+}
+JsonWriter& JsonWriter::end_object() {
+  out_ += '}';
+  first_.pop_back();
+  return *this;
+}
+JsonWriter& JsonWriter::begin_array() {
+  separate();
+  out_ += '[';
+  first_.push_back(true);
+  return *this;
+}
+JsonWriter& JsonWriter::end_array() {
+  out_ += ']';
+  first_.pop_back();
+  return *this;
+}
+JsonWriter& JsonWriter::key(std::string_view name) {
+  separate();
+  write_string(name);
+  out_ += ": ";
+  after_key_ = true;
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(std::string_view text) {
+  separate();
+  write_string(text);
+  return *this;
+}
+
+void JsonWriter::write_string(std::string_view text) {
+  out_ += '"';
+  for (char c : text) {
+    switch (c) {
+      case '"': out_ += "\\\""; break;
+      case '\\': out_ += "\\\\"; break;
+      case '\n': out_ += "\\n"; break;
+      case '\t': out_ += "\\t"; break;
+      case '\r': out_ += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out_ += fmt::format("\\u{:04x}", static_cast<int>(c));
+        else out_ += c;
+    }
+  }
+  out_ += '"';
+}
+
+JsonWriter& JsonWriter::value(std::int64_t number) {
+  separate();
+  out_ += std::to_string(number);
+  return *this;
+}
+JsonWriter& JsonWriter::value(bool flag) {
+  separate();
+  out_ += flag ? "true" : "false";
+  return *this;
+}
+JsonWriter& JsonWriter::milliseconds(TimeNs ns) {
+  separate();
+  out_ += format_ms(ns);
+  return *this;
+}
+JsonWriter& JsonWriter::ratio(double v) {
+  separate();
+  out_ += std::isfinite(v) ? fmt::format("{:.6f}", v) : "null";
+  return *this;
+}
+
+}  // namespace daydream

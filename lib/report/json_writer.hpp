@@ -1,0 +1,42 @@
+#pragma once
+// A minimal JSON writer with fixed number formatting, so output is identical byte for byte
+// across runs and machines.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daydream/trace.hpp"
+
+namespace daydream {
+
+class JsonWriter {
+ public:
+  JsonWriter& begin_object();
+  JsonWriter& end_object();
+  JsonWriter& begin_array();
+  JsonWriter& end_array();
+  JsonWriter& key(std::string_view name);
+  JsonWriter& value(std::string_view text);
+  JsonWriter& value(const char* text) { return value(std::string_view(text)); }
+  JsonWriter& value(std::int64_t number);
+  JsonWriter& value(bool flag);
+  /// Nanoseconds written as milliseconds, exactly (up to 6 decimals, trailing zeros trimmed).
+  JsonWriter& milliseconds(TimeNs ns);
+  /// A ratio with 6 decimals.
+  JsonWriter& ratio(double value);
+  std::string str() const { return out_ + "\n"; }
+
+ private:
+  void separate();
+  void write_string(std::string_view text);
+  std::string out_;
+  std::vector<bool> first_;  // per open container: no element written yet
+  bool after_key_ = false;
+};
+
+/// "176.078" for 176078000 ns.
+std::string format_ms(TimeNs ns);
+
+}  // namespace daydream

@@ -1,0 +1,114 @@
+// Measured vs simulated: iterations (ProfilerStep ranges), the GPU span, units and the
+// critical path.
+#include <algorithm>
+#include <cmath>
+
+#include "daydream/replay.hpp"
+#include "report/json_writer.hpp"
+
+namespace daydream {
+
+double IterationTime::error() const {
+  if (measured_ns == 0) return simulated_ns == 0 ? 0.0 : NAN;
+  return static_cast<double>(simulated_ns - measured_ns) / static_cast<double>(measured_ns);
+}
+
+namespace {
+
+IterationTime gpu_span(const Graph& graph, const SimulationResult& result) {
+  TimeNs measured_first = 0, measured_last = 0, simulated_first = 0, simulated_last = 0;
+  bool any = false;
+  for (TaskId t = 0; t < graph.num_tasks(); ++t) {
+    const Task& task = graph.task(t);
+    if (graph.units()[task.unit].kind != UnitKind::gpu_stream) continue;
+    const TimeNs recorded_end = task.recorded_start_ns + task.duration_ns;
+    if (!any) {
+      measured_first = task.recorded_start_ns, measured_last = recorded_end;
+      simulated_first = result.start_ns[t], simulated_last = result.end_ns[t];
+      any = true;
+      continue;
+    }
+    measured_first = std::min(measured_first, task.recorded_start_ns);
+    measured_last = std::max(measured_last, recorded_end);
+    simulated_first = std::min(simulated_first, result.start_ns[t]);
+    simulated_last = std::max(simulated_last, result.end_ns[t]);
+  }
+  return {"span", measured_last - measured_first, simulated_last - simulated_first};
+}
+
+}  // namespace
+
+CriticalPathSummary summarize_critical_path(const Graph& graph, const SimulationResult& result) {
+  CriticalPathSummary s;
+  if (result.critical_path.empty()) return s;
+  const TaskId first = result.critical_path.front(), last = result.critical_path.back();
+  s.length_ns = result.end_ns[last] - result.start_ns[first];
+  s.tasks = static_cast<std::int64_t>(result.critical_path.size());
+  TimeNs covered = 0;
+  for (TaskId t : result.critical_path) {
+    const TimeNs d = result.end_ns[t] - result.start_ns[t];
+    s.time_by_kind_ns[static_cast<std::size_t>(graph.task(t).kind)] += d;
+    covered += d;
+  }
+  s.waiting_ns = std::max<TimeNs>(0, s.length_ns - covered);
+  return s;
+}
+
+ReplayReport make_replay_report(const Graph& graph, const SimulationResult& result) {
+  ReplayReport report;
+  report.trace = graph.source_path;
+  for (const Iteration& it : graph.iterations()) {
+    if (it.first_task == kNoTask) continue;
+    report.iterations.push_back(
+        {it.name, it.measured_ns, result.end_ns[it.last_task] - result.start_ns[it.first_task]});
+  }
+  report.span = gpu_span(graph, result);
+  report.simulated_makespan_ns = result.makespan_ns;
+  for (UnitId u = 0; u < graph.units().size(); ++u) {
+    const UnitUsage& usage = result.units[u];
+    const double utilization = result.makespan_ns > 0 ? double(usage.busy_ns) / double(result.makespan_ns) : 0.0;
+    report.units.push_back({graph.units()[u].name, graph.units()[u].kind, usage.busy_ns, usage.tasks, utilization});
+  }
+  report.critical_path = summarize_critical_path(graph, result);
+  return report;
+}
+
+namespace {
+
+void write_iteration(JsonWriter& w, const IterationTime& it) {
+  w.begin_object().key("name").value(it.name);
+  w.key("measured_ms").milliseconds(it.measured_ns).key("simulated_ms").milliseconds(it.simulated_ns);
+  w.key("error").ratio(it.error()).end_object();
+}
+
+void write_critical_path(JsonWriter& w, const CriticalPathSummary& cp) {
+  w.key("critical_path").begin_object();
+  w.key("length_ms").milliseconds(cp.length_ns).key("tasks").value(cp.tasks);
+  w.key("time_by_kind_ms").begin_object();
+  for (std::size_t k = 0; k < kTaskKindCount; ++k)
+    w.key(to_string(static_cast<TaskKind>(k))).milliseconds(cp.time_by_kind_ns[k]);
+  w.end_object().key("waiting_ms").milliseconds(cp.waiting_ns).end_object();
+}
+
+}  // namespace
+
+std::string to_json(const ReplayReport& report) {
+  JsonWriter w;
+  w.begin_object().key("trace").value(report.trace).key("iterations").begin_array();
+  for (const auto& it : report.iterations) write_iteration(w, it);
+  w.end_array();
+  w.key("span").begin_object().key("measured_ms").milliseconds(report.span.measured_ns);
+  w.key("simulated_ms").milliseconds(report.span.simulated_ns).key("error").ratio(report.span.error()).end_object();
+  w.key("simulated_makespan_ms").milliseconds(report.simulated_makespan_ns);
+  w.key("units").begin_array();
+  for (const auto& u : report.units) {
+    w.begin_object().key("name").value(u.name).key("kind").value(to_string(u.kind));
+    w.key("busy_ms").milliseconds(u.busy_ns).key("tasks").value(u.tasks).key("utilization").ratio(u.utilization);
+    w.end_object();
+  }
+  w.end_array();
+  write_critical_path(w, report.critical_path);
+  return w.end_object().str();
+}
+
+}  // namespace daydream

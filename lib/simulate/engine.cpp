@@ -1,0 +1,217 @@
+// The discrete-event engine. The graph is first compiled into flat arrays (CSR successor
+// lists) so the event loop touches only contiguous memory; all state lives in one Engine
+// object, so many simulations can run at once on different threads.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <queue>
+
+#include "daydream/error.hpp"
+#include "daydream/simulate.hpp"
+
+namespace daydream {
+
+double TraceOrderPolicy::priority(const Graph& graph, TaskId task) const {
+  return static_cast<double>(graph.task(task).recorded_start_ns);
+}
+
+namespace {
+
+constexpr TimeNs kUnset = std::numeric_limits<TimeNs>::min();
+
+struct Successor {
+  TaskId task;
+  TimeNs delay_ns;
+  bool start_to_start;
+};
+
+struct CompiledGraph {
+  std::vector<TimeNs> duration, release;
+  std::vector<UnitId> unit;
+  std::vector<std::uint32_t> in_degree;
+  std::vector<std::uint32_t> first_successor;  // CSR offsets, size n + 1
+  std::vector<Successor> successors;
+  std::vector<double> priority;
+};
+
+CompiledGraph compile(const Graph& graph, const SchedulePolicy& policy) {
+  const auto n = graph.num_tasks();
+  CompiledGraph c;
+  c.duration.resize(n);
+  c.release.resize(n);
+  c.unit.resize(n);
+  c.priority.resize(n);
+  c.in_degree.assign(n, 0);
+  for (TaskId t = 0; t < n; ++t) {
+    const Task& task = graph.task(t);
+    if (task.duration_ns < 0)
+      throw Error(fmt::format("task {} '{}': negative duration {} ns", t, graph.name(t), task.duration_ns));
+    c.duration[t] = task.duration_ns;
+    c.release[t] = task.release_ns;
+    c.unit[t] = task.unit;
+    c.priority[t] = policy.priority(graph, t);
+  }
+  const auto edges = graph.edges();
+  c.first_successor.assign(n + 1, 0);
+  c.successors.reserve(edges.size());
+  for (const auto& e : edges) {
+    if (e.edge.delay_ns < 0)
+      throw Error(fmt::format("edge {} -> {} ({}): negative delay {} ns", e.from, e.to, to_string(e.edge.type),
+                              e.edge.delay_ns));
+    ++c.first_successor[e.from + 1];
+    ++c.in_degree[e.to];
+    c.successors.push_back({e.to, e.edge.delay_ns, e.edge.timing == Timing::start_to_start});
+  }
+  for (std::size_t i = 1; i <= n; ++i) c.first_successor[i] += c.first_successor[i - 1];
+  return c;  // edges() lists edges by source, so successors are already in CSR order
+}
+
+enum class EventType : std::uint8_t { task_end = 0, task_ready = 1 };
+
+struct Event {
+  TimeNs time;
+  std::uint64_t sequence;
+  TaskId task;
+  EventType type;
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : sequence > o.sequence; }
+};
+
+struct ReadyEntry {
+  double priority;
+  TaskId task;
+  bool operator>(const ReadyEntry& o) const { return priority != o.priority ? priority > o.priority : task > o.task; }
+};
+
+template <class T> using MinHeap = std::priority_queue<T, std::vector<T>, std::greater<T>>;
+
+class Engine {
+ public:
+  Engine(const Graph& graph, CompiledGraph compiled)
+      : graph_(graph), c_(std::move(compiled)), n_(c_.duration.size()), queues_(graph.units().size()),
+        busy_(graph.units().size(), 0), last_on_unit_(graph.units().size(), kNoTask) {
+    r_.start_ns.assign(n_, kUnset);
+    r_.end_ns.assign(n_, kUnset);
+    r_.binding.assign(n_, kNoTask);
+    r_.cause.assign(n_, StartCause::release);
+    r_.units.assign(graph.units().size(), UnitUsage{});
+    remaining_ = c_.in_degree;
+    ready_at_.assign(n_, kUnset);
+  }
+
+  SimulationResult run() {
+    for (TaskId t = 0; t < n_; ++t) {
+      if (remaining_[t] != 0) continue;
+      ready_at_[t] = c_.release[t];
+      push(c_.release[t], t, EventType::task_ready);
+    }
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      ++r_.events_processed;
+      if (e.type == EventType::task_ready) on_ready(e.time, e.task);
+      else on_end(e.time, e.task);
+    }
+    check_all_ran();
+    finish();
+    return std::move(r_);
+  }
+
+ private:
+  void push(TimeNs time, TaskId task, EventType type) { events_.push({time, sequence_++, task, type}); }
+
+  void on_ready(TimeNs now, TaskId t) {
+    const UnitId u = c_.unit[t];
+    queues_[u].push({c_.priority[t], t});
+    if (!busy_[u]) dispatch(u, now);
+  }
+
+  void on_end(TimeNs now, TaskId t) {
+    const UnitId u = c_.unit[t];
+    busy_[u] = 0;
+    release_successors(t, now, /*at_start=*/false);
+    if (!queues_[u].empty()) dispatch(u, now);
+  }
+
+  void dispatch(UnitId u, TimeNs now) {
+    const TaskId t = queues_[u].top().task;
+    queues_[u].pop();
+    busy_[u] = 1;
+    if (now > ready_at_[t]) {
+      r_.cause[t] = StartCause::unit_busy;
+      r_.binding[t] = last_on_unit_[u];
+    } else if (r_.binding[t] != kNoTask) {
+      r_.cause[t] = StartCause::dependency;
+    }
+    last_on_unit_[u] = t;
+    r_.start_ns[t] = now;
+    r_.end_ns[t] = now + c_.duration[t];
+    push(r_.end_ns[t], t, EventType::task_end);
+    release_successors(t, now, /*at_start=*/true);
+  }
+
+  void release_successors(TaskId t, TimeNs now, bool at_start) {
+    for (auto i = c_.first_successor[t]; i < c_.first_successor[t + 1]; ++i) {
+      const Successor& s = c_.successors[i];
+      if (s.start_to_start != at_start) continue;
+      const TimeNs time = now + s.delay_ns;
+      if (time > ready_at_[s.task]) {
+        ready_at_[s.task] = time;
+        r_.binding[s.task] = t;
+      }
+      if (--remaining_[s.task] == 0) push(ready_at_[s.task], s.task, EventType::task_ready);
+    }
+  }
+
+  void check_all_ran() const {
+    std::vector<TaskId> stuck;
+    for (TaskId t = 0; t < n_ && stuck.size() < 5; ++t)
+      if (r_.start_ns[t] == kUnset) stuck.push_back(t);
+    if (stuck.empty()) return;
+    std::string names;
+    for (TaskId t : stuck) names += fmt::format("{}{} '{}'", names.empty() ? "" : ", ", t, graph_.name(t));
+    const auto cycle = graph_.find_cycle();
+    std::string why = cycle.empty() ? "" : fmt::format(" (cycle through task {} '{}')", cycle.front(), graph_.name(cycle.front()));
+    throw Error(fmt::format("simulation stalled: tasks never became ready{}: {}", why, names));
+  }
+
+  void finish() {
+    TaskId last = kNoTask;
+    for (TaskId t = 0; t < n_; ++t) {
+      UnitUsage& u = r_.units[c_.unit[t]];
+      if (u.tasks++ == 0) u.first_start_ns = r_.start_ns[t];
+      u.busy_ns += c_.duration[t];
+      u.first_start_ns = std::min(u.first_start_ns, r_.start_ns[t]);
+      u.last_end_ns = std::max(u.last_end_ns, r_.end_ns[t]);
+      if (last == kNoTask || r_.end_ns[t] > r_.end_ns[last]) last = t;
+    }
+    r_.makespan_ns = last == kNoTask ? 0 : r_.end_ns[last];
+    if (last != kNoTask) r_.critical_path = critical_path_to(r_, last);
+  }
+
+  const Graph& graph_;
+  CompiledGraph c_;
+  std::size_t n_;
+  SimulationResult r_;
+  std::vector<std::uint32_t> remaining_;
+  std::vector<TimeNs> ready_at_;
+  MinHeap<Event> events_;
+  std::vector<MinHeap<ReadyEntry>> queues_;
+  std::vector<std::uint8_t> busy_;
+  std::vector<TaskId> last_on_unit_;
+  std::uint64_t sequence_ = 0;
+};
+
+}  // namespace
+
+SimulationResult simulate(const Graph& graph, const SchedulePolicy& policy) {
+  return Engine(graph, compile(graph, policy)).run();
+}
+
+std::vector<TaskId> critical_path_to(const SimulationResult& result, TaskId last) {
+  std::vector<TaskId> path;
+  for (TaskId t = last; t != kNoTask && path.size() <= result.start_ns.size(); t = result.binding[t]) path.push_back(t);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace daydream
