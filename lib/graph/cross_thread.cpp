@@ -8,6 +8,12 @@
 // Threads that only make CUDA calls (the NCCL watchdog, callback threads) are background
 // threads: they neither wake nor are woken.
 //
+// The same holds inside an operator or annotation: the main thread's wait for backward is
+// recorded as time owned by `ProfilerStep#N`. A CPU segment longer than thread_idle_ns during
+// which another operator thread's task ended (within wake_window_ns of the segment's end) is
+// taken as a wait for it: it gets a cross_thread edge, and its duration shrinks to the time after
+// the waker ended, as a blocking CUDA call's does.
+//
 // The cpu_sequential edge into a task keeps the recorded gap (CPU time no event covers: Python
 // and framework overhead) unless a cross_thread edge explains the start; then the idle time was
 // waiting and the gap becomes 0 while the cross_thread edge carries the wake-up latency.
@@ -53,34 +59,54 @@ class CrossThreadInference {
 
  private:
   void infer_for(UnitId unit) {
-    const auto& tasks = ctx_.unit_tasks[unit];
     constexpr TimeNs kStart = std::numeric_limits<TimeNs>::min();
     TimeNs idle_since = kStart;
-    for (TaskId t : tasks) {
-      const TimeNs start = ctx_.times[t].start;
-      if (idle_since == kStart || start - idle_since > ctx_.options.thread_idle_ns) link_waker(unit, t, idle_since);
-      idle_since = std::max(idle_since, ctx_.times[t].end);
+    for (TaskId t : ctx_.unit_tasks[unit]) {
+      const TaskTimes& times = ctx_.times[t];
+      if (idle_since == kStart || times.start - idle_since > ctx_.options.thread_idle_ns)
+        wake_after_gap(unit, t, idle_since);
+      else if (ctx_.graph.task(t).kind == TaskKind::cpu && times.end - times.start > ctx_.options.thread_idle_ns)
+        wake_inside_segment(unit, t);
+      idle_since = std::max(idle_since, times.end);
     }
   }
 
-  void link_waker(UnitId unit, TaskId woken, TimeNs idle_since) {
-    const TimeNs start = ctx_.times[woken].start;
-    const TimeNs limit = start + ctx_.options.contradiction_tolerance_ns;
+  // The latest task on another operator thread ending at or before `limit`, or kNoTask.
+  TaskId latest_end_before(UnitId unit, TimeNs limit) const {
     TaskId waker = kNoTask;
-    TimeNs waker_end = std::numeric_limits<TimeNs>::min();
     for (const auto& other : threads_) {
       if (other.unit == unit) continue;
       const auto it = std::upper_bound(other.ends.begin(), other.ends.end(), limit);
       if (it == other.ends.begin()) continue;
-      const std::size_t i = static_cast<std::size_t>(it - other.ends.begin() - 1);
-      const TaskId candidate = ctx_.unit_tasks[other.unit][i];
-      const TimeNs end = ctx_.times[candidate].end;
-      if (end > waker_end) waker = candidate, waker_end = end;
+      const TaskId candidate = ctx_.unit_tasks[other.unit][static_cast<std::size_t>(it - other.ends.begin() - 1)];
+      if (waker == kNoTask || ctx_.times[candidate].end > ctx_.times[waker].end) waker = candidate;
     }
-    if (waker == kNoTask || waker_end < idle_since || start - waker_end > ctx_.options.wake_window_ns) return;
+    return waker;
+  }
+
+  void wake_after_gap(UnitId unit, TaskId woken, TimeNs idle_since) {
+    const TimeNs start = ctx_.times[woken].start;
+    const TaskId waker = latest_end_before(unit, start + ctx_.options.contradiction_tolerance_ns);
+    if (waker == kNoTask) return;
+    const TimeNs waker_end = ctx_.times[waker].end;
+    if (waker_end < idle_since || start - waker_end > ctx_.options.wake_window_ns) return;
     const TimeNs latency = std::max<TimeNs>(0, start - waker_end);
     ctx_.graph.add_edge(waker, woken, {EdgeType::cross_thread, Timing::finish_to_start, latency, true});
     ctx_.woken[woken] = 1;
+  }
+
+  void wake_inside_segment(UnitId unit, TaskId segment) {
+    const TaskTimes& times = ctx_.times[segment];
+    const TaskId waker = latest_end_before(unit, times.end + ctx_.options.contradiction_tolerance_ns);
+    if (waker == kNoTask) return;
+    const TimeNs waker_end = ctx_.times[waker].end;
+    if (waker_end <= times.start || times.end - waker_end > ctx_.options.wake_window_ns) return;
+    ctx_.graph.add_edge(waker, segment, {EdgeType::cross_thread, Timing::finish_to_start, 0, true});
+    ctx_.graph.task(segment).duration_ns = std::max<TimeNs>(0, times.end - std::max(times.start, waker_end));
+    ctx_.count("waits_inside_cpu_ranges", Severity::info,
+               "long CPU segments taken as waits for another thread (cross_thread edge; duration = time after the "
+               "waker ended)",
+               ctx_.graph.task(segment).source_event);
   }
 
   BuildContext& ctx_;

@@ -77,7 +77,11 @@ std::string gunzip(const std::string& data, const std::string& file) {
 
 InputFile read_input_file(const std::filesystem::path& path) {
   InputFile file{path, read_raw(path)};
-  if (is_gzip(file.contents)) file.contents = gunzip(file.contents, path.string());
+  if (file.contents.empty()) throw Error(path.string(), Error::kNoEvent, "", "empty file (0 bytes)");
+  if (is_gzip(file.contents)) {
+    file.contents = gunzip(file.contents, path.string());
+    if (file.contents.empty()) throw Error(path.string(), Error::kNoEvent, "", "empty file (gzip stream inflates to 0 bytes)");
+  }
   return file;
 }
 

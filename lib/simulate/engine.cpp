@@ -88,7 +88,8 @@ class Engine {
  public:
   Engine(const Graph& graph, CompiledGraph compiled)
       : graph_(graph), c_(std::move(compiled)), n_(c_.duration.size()), queues_(graph.units().size()),
-        busy_(graph.units().size(), 0), last_on_unit_(graph.units().size(), kNoTask) {
+        busy_(graph.units().size(), 0), pending_flag_(graph.units().size(), 0),
+        last_on_unit_(graph.units().size(), kNoTask) {
     r_.start_ns.assign(n_, kUnset);
     r_.end_ns.assign(n_, kUnset);
     r_.binding.assign(n_, kNoTask);
@@ -104,12 +105,21 @@ class Engine {
       ready_at_[t] = c_.release[t];
       push(c_.release[t], t, EventType::task_ready);
     }
+    // All events of one instant are applied before any idle unit chooses, so a schedule policy
+    // sees every task that is ready at that instant. Dispatching can make more tasks ready at the
+    // same instant (zero-delay start-to-start edges), hence the inner loop.
     while (!events_.empty()) {
-      const Event e = events_.top();
-      events_.pop();
-      ++r_.events_processed;
-      if (e.type == EventType::task_ready) on_ready(e.time, e.task);
-      else on_end(e.time, e.task);
+      const TimeNs now = events_.top().time;
+      while (!events_.empty() && events_.top().time == now) {
+        while (!events_.empty() && events_.top().time == now) {
+          const Event e = events_.top();
+          events_.pop();
+          ++r_.events_processed;
+          if (e.type == EventType::task_ready) on_ready(e.task);
+          else on_end(e.time, e.task);
+        }
+        dispatch_pending(now);
+      }
     }
     check_all_ran();
     finish();
@@ -119,17 +129,33 @@ class Engine {
  private:
   void push(TimeNs time, TaskId task, EventType type) { events_.push({time, sequence_++, task, type}); }
 
-  void on_ready(TimeNs now, TaskId t) {
+  void on_ready(TaskId t) {
     const UnitId u = c_.unit[t];
     queues_[u].push({c_.priority[t], t});
-    if (!busy_[u]) dispatch(u, now);
+    mark_pending(u);
   }
 
   void on_end(TimeNs now, TaskId t) {
     const UnitId u = c_.unit[t];
     busy_[u] = 0;
     release_successors(t, now, /*at_start=*/false);
-    if (!queues_[u].empty()) dispatch(u, now);
+    mark_pending(u);
+  }
+
+  void mark_pending(UnitId u) {
+    if (pending_flag_[u]) return;
+    pending_flag_[u] = 1;
+    pending_.push_back(u);
+  }
+
+  // Idle units with ready tasks start one, in unit order (deterministic).
+  void dispatch_pending(TimeNs now) {
+    std::sort(pending_.begin(), pending_.end());
+    for (UnitId u : pending_) {
+      pending_flag_[u] = 0;
+      if (!busy_[u] && !queues_[u].empty()) dispatch(u, now);
+    }
+    pending_.clear();
   }
 
   void dispatch(UnitId u, TimeNs now) {
@@ -197,6 +223,8 @@ class Engine {
   MinHeap<Event> events_;
   std::vector<MinHeap<ReadyEntry>> queues_;
   std::vector<std::uint8_t> busy_;
+  std::vector<std::uint8_t> pending_flag_;
+  std::vector<UnitId> pending_;  // units that may start a task at the current instant
   std::vector<TaskId> last_on_unit_;
   std::uint64_t sequence_ = 0;
 };

@@ -95,6 +95,8 @@ class KinetoParser {
   explicit KinetoParser(std::string file) { trace_.path = std::move(file); trace_.strings.emplace_back(); }
 
   Trace parse(const std::string& contents) {
+    if (contents.find_first_not_of(" \t\r\n") == std::string::npos)
+      throw Error(trace_.path, Error::kNoEvent, "", "empty document (no JSON)");
     od::parser parser;
     simdjson::padded_string copy;
     simdjson::padded_string_view json(contents.data(), contents.size(), contents.capacity());
@@ -125,9 +127,13 @@ class KinetoParser {
 
   void parse_top_level(od::object top) {
     for (auto field : top) {
+      field_ = {};
       const auto key = field.key().value();
       if (key == "traceEvents") {
-        od::array events = field.value().get_array();
+        field_ = "traceEvents";
+        od::value value = field.value();
+        if (value.type() != od::json_type::array) fail("traceEvents", "expected an array of events");
+        od::array events = value.get_array();
         parse_events(events);
       } else if (key == "deviceProperties") {
         parse_devices(field.value().get_array());
@@ -178,6 +184,7 @@ class KinetoParser {
       ++event_index_;
     }
     event_index_ = Error::kNoEvent;
+    field_ = {};
   }
 
   void parse_event(od::object object, RawEvent& raw) {

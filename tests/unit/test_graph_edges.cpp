@@ -1,0 +1,219 @@
+// Exact graphs built from small hand-written traces: every task, edge type, timing and delay.
+#include <catch2/catch.hpp>
+
+#include "daydream/simulate.hpp"
+#include "unit/graph_helpers.hpp"
+#include "unit/trace_builder.hpp"
+
+using namespace daydream;
+using test::edge_between;
+using test::task_named;
+using test::us;
+
+namespace {
+
+// One thread, one stream: an operator launching a kernel, a second launch that queues behind it
+// (stream-bound), and a device synchronize that waits for the second kernel.
+std::string one_thread_trace(bool legacy) {
+  return test::KinetoJson(legacy)
+      .annotation("ProfilerStep#1", 0, 110)
+      .cpu_op("aten::add", 10, 30)
+      .runtime("cudaLaunchKernel", 20, 10, 1)
+      .kernel("k1", 35, 45, 1)
+      .runtime("cudaLaunchKernel", 42, 4, 2)
+      .kernel("k2", 81, 10, 2)
+      .runtime("cudaDeviceSynchronize", 60, 40, 3)
+      .str();
+}
+
+}  // namespace
+
+TEST_CASE("one thread: segments, launch, gpu_sequential and sync edges (both dialects)", "[graph]") {
+  const bool legacy = GENERATE(false, true);
+  CAPTURE(legacy);
+  const Graph g = test::graph_of(one_thread_trace(legacy));
+
+  // CPU time is cut at every boundary: ProfilerStep and aten::add own the time between calls.
+  REQUIRE(g.num_tasks() == 11);
+  const std::vector<std::pair<std::string, TimeNs>> cpu = {
+      {"ProfilerStep#1", 10 * us}, {"aten::add", 10 * us},       {"cudaLaunchKernel", 10 * us},
+      {"aten::add", 10 * us},      {"ProfilerStep#1", 2 * us},   {"cudaLaunchKernel", 4 * us},
+      {"ProfilerStep#1", 14 * us}, {"cudaDeviceSynchronize", 9 * us}, {"ProfilerStep#1", 10 * us}};
+  for (TaskId t = 0; t < cpu.size(); ++t) {
+    CAPTURE(t);
+    CHECK(g.name(t) == cpu[t].first);
+    CHECK(g.task(t).duration_ns == cpu[t].second);
+    CHECK(g.units()[g.task(t).unit].kind == UnitKind::cpu_thread);
+  }
+  const TaskId k1 = task_named(g, "k1"), k2 = task_named(g, "k2");
+  CHECK(g.task(k1).kind == TaskKind::kernel);
+  CHECK(g.task(k1).op_name == g.task(task_named(g, "aten::add")).name);  // kernel -> its CPU operator
+  CHECK(g.units()[g.task(k2).unit].name == "GPU 0 stream 7");
+
+  // Calibration: the idle-stream launch took 15 us; the queued kernel started 1 us after k1.
+  CHECK(g.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)] == 15 * us);
+  CHECK(g.calibration().gpu_gap_ns == 1 * us);
+
+  CHECK(g.num_edges() == 12);
+  CHECK(test::count_of(g, EdgeType::cpu_sequential) == 8);
+  for (TaskId t = 0; t + 1 < 9; ++t) CHECK(edge_between(g, t, t + 1)->delay_ns == 0);
+  const auto launch1 = edge_between(g, 2, k1);
+  REQUIRE(launch1);
+  CHECK(launch1->type == EdgeType::launch);
+  CHECK(launch1->timing == Timing::start_to_start);
+  CHECK(launch1->delay_ns == 15 * us);
+  CHECK(edge_between(g, 5, k2)->type == EdgeType::launch);
+  const auto stream = edge_between(g, k1, k2);
+  REQUIRE(stream);
+  CHECK(stream->type == EdgeType::gpu_sequential);
+  CHECK(stream->delay_ns == 1 * us);  // stream-bound: the recorded gap is kept
+  const auto sync = edge_between(g, k2, 7);
+  REQUIRE(sync);
+  CHECK(sync->type == EdgeType::sync);
+  CHECK_FALSE(sync->inferred);
+  CHECK(g.task(7).blocking);
+
+  // Replay reproduces every recorded start and the step exactly.
+  const auto r = simulate(g);
+  CHECK(r.start_ns[k1] == 35 * us);
+  CHECK(r.start_ns[k2] == 81 * us);
+  CHECK(r.start_ns[7] == 91 * us);  // the sync returns 9 us after k2 ends
+  CHECK(r.end_ns[8] == 110 * us);
+  REQUIRE(g.iterations().size() == 1);
+  CHECK(g.iterations()[0].name == "ProfilerStep#1");
+  CHECK(g.iterations()[0].measured_ns == 110 * us);
+  for (TaskId t = 0; t < g.num_tasks(); ++t) CHECK(g.task(t).iteration == 0);
+}
+
+TEST_CASE("cross_stream edge from a recorded Stream Wait Event, and inferred without it", "[graph]") {
+  const bool recorded = GENERATE(true, false);
+  CAPTURE(recorded);
+  test::KinetoJson json;
+  json.runtime("cudaLaunchKernel", 0, 5, 1)
+      .kernel("producer", 10, 40, 1, 20)
+      .runtime("cudaEventRecord", 6, 1, 2)
+      .runtime("cudaStreamWaitEvent", 8, 1, 3)
+      .runtime("cudaLaunchKernel", 10, 2, 4)
+      .kernel("consumer", 51, 9, 4, 24);
+  if (recorded) json.cuda_sync("Stream Wait Event", 8, 1, 3, 24, 20, 2);
+  const Graph g = test::graph_of(json.str());
+  const auto edge = edge_between(g, task_named(g, "producer"), task_named(g, "consumer"));
+  REQUIRE(edge);
+  CHECK(edge->type == EdgeType::cross_stream);
+  CHECK(edge->inferred == !recorded);
+  CHECK(test::count_of(g, EdgeType::cross_stream) == 1);
+  const auto r = simulate(g);
+  CHECK(r.start_ns[task_named(g, "consumer")] == 50 * us);  // held back by the producer, not its launch
+}
+
+TEST_CASE("a contradicted inferred stream wait is dropped and counted", "[graph]") {
+  const Graph g = test::graph_of(test::KinetoJson()
+                                     .runtime("cudaLaunchKernel", 0, 5, 1)
+                                     .kernel("producer", 10, 40, 1, 20)
+                                     .runtime("cudaStreamWaitEvent", 8, 1, 3)
+                                     .runtime("cudaLaunchKernel", 10, 2, 4)
+                                     .kernel("consumer", 20, 9, 4, 24)  // ran while the producer ran
+                                     .str());
+  CHECK(test::count_of(g, EdgeType::cross_stream) == 0);
+  CHECK(g.report().get("cross_stream_contradicted") == 1);
+}
+
+TEST_CASE("blocking copy is split into issue and wait; stream sync inferred from launches", "[graph]") {
+  const Graph g = test::graph_of(test::KinetoJson()
+                                     .runtime("cudaLaunchKernel", 0, 5, 1)
+                                     .kernel("k1", 10, 30, 1)
+                                     .runtime("cudaMemcpyAsync", 41, 19, 2)
+                                     .memcpy("Memcpy DtoH (Device -> Pageable)", 45, 5, 2)
+                                     .runtime("cudaStreamSynchronize", 62, 8, 3)
+                                     .str());
+  const TaskId issue = task_named(g, "cudaMemcpyAsync"), wait = task_named(g, "cudaMemcpyAsync (wait)");
+  const TaskId copy = task_named(g, "Memcpy DtoH (Device -> Pageable)"), sync = task_named(g, "cudaStreamSynchronize");
+  CHECK(g.task(copy).kind == TaskKind::memcpy);
+  CHECK(g.task(issue).duration_ns == 4 * us);  // one memcpy launch latency
+  CHECK(g.task(wait).duration_ns == 10 * us);  // return after the copy ended at 50
+  CHECK(g.task(sync).duration_ns == 8 * us);   // nothing left to wait for
+  CHECK(edge_between(g, issue, copy)->type == EdgeType::launch);
+  CHECK_FALSE(edge_between(g, copy, wait)->inferred);
+  CHECK(edge_between(g, copy, wait)->type == EdgeType::sync);
+  CHECK(edge_between(g, copy, sync)->inferred);  // stream from the thread's last launch
+  CHECK(edge_between(g, task_named(g, "cudaLaunchKernel"), issue)->delay_ns == 36 * us);  // CPU gap kept
+  CHECK(test::count_of(g, EdgeType::sync) == 2);
+  CHECK(g.report().get("sync_stream_inferred") == 1);
+  const auto r = simulate(g);
+  CHECK(r.start_ns[copy] == 45 * us);
+  CHECK(r.end_ns[wait] == 60 * us);
+  CHECK(r.end_ns[sync] == 70 * us);
+}
+
+TEST_CASE("pageable host-to-device copies do not block the CPU", "[graph]") {
+  const Graph g = test::graph_of(test::KinetoJson()
+                                     .runtime("cudaMemcpyAsync", 0, 30, 1)
+                                     .memcpy("Memcpy HtoD (Pageable -> Device)", 25, 10, 1)
+                                     .str());
+  CHECK(g.num_tasks() == 2);
+  const auto launch = edge_between(g, task_named(g, "cudaMemcpyAsync"), task_named(g, "Memcpy HtoD (Pageable -> Device)"));
+  REQUIRE(launch);
+  CHECK(launch->delay_ns == 25 * us);  // the copy waits for the CPU to stage the data inside the call
+}
+
+TEST_CASE("cross_thread: autograd hand-off and the main thread's wait inside ProfilerStep", "[graph]") {
+  const Graph g = test::graph_of(test::KinetoJson()
+                                     .annotation("ProfilerStep#1", 0, 400, 1)
+                                     .cpu_op("aten::mm", 10, 40, 1)
+                                     .runtime("cudaLaunchKernel", 20, 10, 1, 1)
+                                     .kernel("k1", 35, 20, 1)
+                                     .cpu_op("Optimizer.step", 300, 50, 1)
+                                     .cpu_op("MmBackward", 100, 150, 2)
+                                     .runtime("cudaLaunchKernel", 110, 10, 2, 2)
+                                     .kernel("k2", 125, 75, 2)
+                                     .str());
+  REQUIRE(g.num_tasks() == 12);
+  const TaskId mm_tail = task_named(g, "aten::mm", 1), step_wait = task_named(g, "ProfilerStep#1", 1);
+  const TaskId backward_head = task_named(g, "MmBackward", 0), backward_tail = task_named(g, "MmBackward", 1);
+  CHECK(test::count_of(g, EdgeType::cross_thread) == 2);
+  const auto spawn = edge_between(g, mm_tail, backward_head);  // main hands backward to the autograd thread
+  REQUIRE(spawn);
+  CHECK(spawn->type == EdgeType::cross_thread);
+  CHECK(spawn->delay_ns == 50 * us);
+  const auto join = edge_between(g, backward_tail, step_wait);  // and waits for it inside the step
+  REQUIRE(join);
+  CHECK(join->type == EdgeType::cross_thread);
+  CHECK(g.task(step_wait).duration_ns == 50 * us);  // 250 us owned by the step, 200 us of it waiting
+  CHECK(test::count_of(g, EdgeType::cpu_sequential) == 8);
+  CHECK(test::count_of(g, EdgeType::gpu_sequential) == 1);
+  CHECK(test::count_of(g, EdgeType::launch) == 2);
+
+  auto r = simulate(g);
+  CHECK(r.end_ns[task_named(g, "ProfilerStep#1", 2)] == 400 * us);
+  // What-if: backward 100 us shorter -> the step is 100 us shorter.
+  Graph faster = g;
+  faster.task(backward_tail).duration_ns -= 100 * us;
+  r = simulate(faster);
+  CHECK(r.end_ns[task_named(g, "ProfilerStep#1", 2)] == 300 * us);
+}
+
+TEST_CASE("collectives are communication tasks with communication edges", "[graph]") {
+  const Graph g = test::graph_of(test::KinetoJson()
+                                     .runtime("cudaLaunchKernel", 0, 5, 1)
+                                     .kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 10, 90, 1, 40)
+                                     .runtime("cudaStreamSynchronize", 10, 95, 2)
+                                     .cuda_sync("Stream Sync", 10, 95, 2, 40)
+                                     .str());
+  const TaskId nccl = task_named(g, "ncclKernel_AllReduce_RING_LL_Sum_float");
+  CHECK(g.task(nccl).kind == TaskKind::communication);
+  CHECK(edge_between(g, task_named(g, "cudaLaunchKernel"), nccl)->type == EdgeType::communication);
+  const auto wait = edge_between(g, nccl, task_named(g, "cudaStreamSynchronize"));
+  REQUIRE(wait);
+  CHECK(wait->type == EdgeType::communication);
+  CHECK_FALSE(wait->inferred);  // the cuda_sync record names stream 40
+  CHECK(test::count_of(g, EdgeType::communication) == 2);
+}
+
+TEST_CASE("GPU tasks launched before the trace started are roots at their recorded time", "[graph]") {
+  const Graph g = test::graph_of(test::KinetoJson().cpu_op("aten::relu", 0, 10).kernel("early", 3, 4, 99).str());
+  const TaskId early = task_named(g, "early");
+  CHECK(g.in_degree(early) == 0);
+  CHECK(g.task(early).release_ns == 3 * us);
+  CHECK(g.report().get("gpu_task_without_launch") == 1);
+  CHECK(simulate(g).start_ns[early] == 3 * us);
+}

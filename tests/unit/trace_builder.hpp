@@ -1,0 +1,36 @@
+#pragma once
+// Writes small Kineto Chrome-trace JSON documents for tests, in the modern dialect
+// (cpu_op/cuda_runtime/kernel, integer stream tids) or the legacy PyTorch 1.8/1.9 one
+// (Operator/Runtime/Kernel, "stream 7" tids, "external id"). Times are in microseconds.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace daydream::test {
+
+class KinetoJson {
+ public:
+  explicit KinetoJson(bool legacy = false) : legacy_(legacy) {}
+
+  KinetoJson& cpu_op(std::string name, double ts, double dur, int tid = 1);
+  KinetoJson& annotation(std::string name, double ts, double dur, int tid = 1);  // ProfilerStep#N etc.
+  KinetoJson& runtime(std::string name, double ts, double dur, std::int64_t correlation, int tid = 1);
+  KinetoJson& kernel(std::string name, double ts, double dur, std::int64_t correlation, int stream = 7);
+  KinetoJson& memcpy(std::string name, double ts, double dur, std::int64_t correlation, int stream = 7);
+  /// A modern `cuda_sync` record. stream/wait_on_stream/record_correlation: -1 when absent.
+  KinetoJson& cuda_sync(std::string kind, double ts, double dur, std::int64_t correlation, int stream,
+                        int wait_on_stream = -1, std::int64_t record_correlation = -1);
+  /// Any raw event object (for bad-input tests).
+  KinetoJson& raw(std::string event_json);
+
+  std::string str() const;
+
+ private:
+  KinetoJson& complete(const std::string& cat, const std::string& name, double ts, double dur, const std::string& pid,
+                       const std::string& tid, const std::string& args);
+  bool legacy_;
+  std::vector<std::string> events_;
+};
+
+}  // namespace daydream::test
