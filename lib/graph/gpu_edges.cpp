@@ -59,13 +59,16 @@ void calibrate_latencies(BuildContext& ctx) {
         launch_samples[kind_index(gpu_task_kind(ctx.trace, e))].push_back(e.start_ns - call->start_ns);
     }
   }
-  for (std::size_t k = 0; k < kTaskKindCount; ++k) {
-    cal.launch_samples += static_cast<std::int64_t>(launch_samples[k].size());
-    cal.launch_latency_ns[k] = text::median(launch_samples[k]);
-  }
-  const TimeNs kernel_latency = cal.launch_latency_ns[kind_index(TaskKind::kernel)];
+  // Kinds never launched onto an idle stream take the median over all kinds.
+  std::vector<TimeNs> pooled;
+  for (const auto& samples : launch_samples) pooled.insert(pooled.end(), samples.begin(), samples.end());
+  cal.launch_samples = static_cast<std::int64_t>(pooled.size());
+  const TimeNs pooled_latency = text::median(pooled);
   for (std::size_t k = 0; k < kTaskKindCount; ++k)
-    if (launch_samples[k].empty()) cal.launch_latency_ns[k] = kernel_latency;
+    cal.launch_latency_ns[k] = launch_samples[k].empty() ? pooled_latency : text::median(launch_samples[k]);
+  if (pooled.empty())
+    ctx.count("no_launch_latency_samples", Severity::info,
+              "no GPU task was launched onto an idle stream: launch latency taken as 0");
 
   std::vector<TimeNs> gaps;
   for (const auto& lane : by_lane) {
