@@ -19,6 +19,7 @@ void add_trace_options(CLI::App& command, daydream::cli::CommonOptions& options)
 int main(int argc, char** argv) {
   CLI::App app{"daydream: predict what an optimization would do to DNN training time, from one trace"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "daydream " DAYDREAM_VERSION);
   daydream::cli::CommonOptions replay_options, stats_options;
   auto* replay = app.add_subcommand("replay", "Measured vs simulated time of each iteration (ProfilerStep) and the GPU span");
   add_trace_options(*replay, replay_options);
