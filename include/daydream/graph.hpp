@@ -37,6 +37,9 @@ struct Unit {
   std::string name;
   std::int64_t process = kNone;  ///< pid (CPU) or device (GPU)
   std::int64_t thread = kNone;   ///< tid (CPU) or stream id (GPU)
+  /// A CPU thread making only CUDA calls (NCCL watchdog, callbacks): simulated, but never the
+  /// end of the critical path.
+  bool background = false;
 };
 
 enum class TaskKind : std::uint8_t {
@@ -127,6 +130,12 @@ struct GraphOptions {
   TimeNs wake_window_ns = 2'000'000;
   /// Inferred edges that the timestamps contradict by more than this are dropped (and counted).
   TimeNs contradiction_tolerance_ns = 2'000;
+  /// A launch call longer than this many times the trace's median launch call (and than
+  /// launch_queue_min_ns) that returns within launch_queue_window_ns of a GPU task's end waited
+  /// for a slot in the full launch queue: it gets a sync edge from that task.
+  double launch_queue_factor = 20.0;
+  TimeNs launch_queue_min_ns = 50'000;
+  TimeNs launch_queue_window_ns = 50'000;
 };
 
 struct GraphStorage;  // Boost.Graph adjacency list; defined in lib/graph.
@@ -154,6 +163,7 @@ class Graph {
   const Task& task(TaskId id) const;
   Task& task(TaskId id);
   const std::vector<Unit>& units() const { return units_; }
+  Unit& unit(UnitId id) { return units_.at(id); }
   std::string_view name(TaskId id) const { return strings_[task(id).name]; }
   std::string_view string(std::uint32_t index) const { return strings_[index]; }
 

@@ -70,7 +70,8 @@ struct SimulationResult {
   std::vector<StartCause> cause;
   std::vector<UnitUsage> units;  ///< per unit
   TimeNs makespan_ns = 0;        ///< end of the last task
-  std::vector<TaskId> critical_path;  ///< from the first task to the last-ending one
+  /// From a first task to the last-ending task of a unit that is not a background thread.
+  std::vector<TaskId> critical_path;
   std::uint64_t events_processed = 0;
 };
 

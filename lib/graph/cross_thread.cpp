@@ -42,6 +42,7 @@ class CrossThreadInference {
     for (UnitId u = 0; u < ctx.graph.units().size(); ++u) {
       if (ctx.graph.units()[u].kind != UnitKind::cpu_thread) continue;
       if (!has_operator_tasks(ctx, u)) {
+        ctx.graph.unit(u).background = true;
         ctx.count("background_threads", Severity::info,
                   "CPU threads with CUDA calls but no operators (e.g. NCCL watchdog): no cross_thread edges");
         continue;

@@ -7,10 +7,15 @@
 //
 // A blocking call's task keeps only the CPU time after the awaited work ended (its return
 // latency); the wait itself becomes the sync edge.
+//
+// Launch calls block too when the GPU's queue of pending work is full (a GPU-bound job): such
+// a call lasts far longer than the trace's usual launch and returns right after some GPU task
+// ends, which freed a slot. It gets an inferred sync edge from that task.
 #include <algorithm>
 #include <limits>
 #include <map>
 
+#include "common/text.hpp"
 #include "graph/build_context.hpp"
 
 namespace daydream {
@@ -27,7 +32,10 @@ struct RecordPoint {
 
 class SyncBuilder {
  public:
-  explicit SyncBuilder(BuildContext& ctx) : ctx_(ctx) { index_streams(); }
+  explicit SyncBuilder(BuildContext& ctx) : ctx_(ctx) {
+    index_streams();
+    index_gpu_ends();
+  }
 
   void run() {
     for (UnitId u = 0; u < ctx_.graph.units().size(); ++u)
@@ -50,6 +58,43 @@ class SyncBuilder {
         launch_times_[u].push_back(running);
       }
     }
+  }
+
+  // All GPU tasks by end time, and the median duration of calls that launch GPU work.
+  void index_gpu_ends() {
+    std::vector<TimeNs> launch_durations;
+    for (TaskId t = 0; t < ctx_.graph.num_tasks(); ++t) {
+      const Task& task = ctx_.graph.task(t);
+      if (ctx_.graph.units()[task.unit].kind == UnitKind::gpu_stream) gpu_ends_.emplace_back(ctx_.times[t].end, t);
+      if (task.kind == TaskKind::runtime && launched_unit(t) != BuildContext::kNoUnit)
+        launch_durations.push_back(ctx_.times[t].end - ctx_.times[t].start);
+    }
+    std::sort(gpu_ends_.begin(), gpu_ends_.end());
+    median_launch_ns_ = text::median(launch_durations);
+  }
+
+  void wait_for_queue_slot(TaskId t, std::uint32_t position) {
+    const TaskTimes& call = ctx_.times[t];
+    const auto threshold = std::max<TimeNs>(ctx_.options.launch_queue_min_ns,
+                                            static_cast<TimeNs>(ctx_.options.launch_queue_factor *
+                                                                static_cast<double>(median_launch_ns_)));
+    if (call.end - call.start <= threshold || api_role(ctx_.trace.name_of(ctx_.event(position))) == ApiRole::memcpy)
+      return;
+    // The latest-ending GPU task launched before this call (so it cannot depend on the call).
+    auto it = std::upper_bound(gpu_ends_.begin(), gpu_ends_.end(),
+                               std::make_pair(call.end + ctx_.options.contradiction_tolerance_ns, kNoTask));
+    while (it != gpu_ends_.begin() && !launched_before(std::prev(it)->second, call.start)) --it;
+    if (it == gpu_ends_.begin()) return;
+    const auto [end, released_by] = *std::prev(it);
+    if (end <= call.start || call.end - end > ctx_.options.launch_queue_window_ns) return;
+    add_sync(t, {released_by}, /*inferred=*/true, "launch_queue_waits",
+             "launch calls that waited for a slot in the full GPU launch queue: sync edge from the GPU task whose "
+             "end freed it");
+  }
+
+  bool launched_before(TaskId gpu_task, TimeNs time) const {
+    const TaskId launcher = ctx_.launched_by[gpu_task];
+    return launcher == kNoTask || ctx_.times[launcher].start < time;
   }
 
   TaskId last_launched_before(UnitId unit, TimeNs time) const {
@@ -103,6 +148,7 @@ class SyncBuilder {
       handle_call(t, position, last_launch, last_record, next_launch[i + 1]);
       const UnitId launched = launched_unit(t);
       if (launched == BuildContext::kNoUnit) continue;
+      wait_for_queue_slot(t, position);
       last_launch = launched;
       last_launch_on_[launched] = ctx_.times[t].start;
     }
@@ -183,6 +229,12 @@ class SyncBuilder {
   }
 
   void add_sync(TaskId t, const std::vector<TaskId>& awaited, bool inferred) {
+    add_sync(t, awaited, inferred, "sync_stream_inferred",
+             "sync calls whose stream or event was inferred from the thread's launches");
+  }
+
+  void add_sync(TaskId t, const std::vector<TaskId>& awaited, bool inferred, std::string_view inferred_key,
+                std::string_view inferred_description) {
     if (awaited.empty()) return;
     TimeNs awaited_end = kNever;
     for (TaskId a : awaited) awaited_end = std::max(awaited_end, ctx_.times[a].end);
@@ -202,8 +254,7 @@ class SyncBuilder {
     Task& task = ctx_.graph.task(t);
     task.blocking = true;
     task.duration_ns = std::max<TimeNs>(0, call.end - std::max(call.start, awaited_end));
-    if (inferred) ctx_.count("sync_stream_inferred", Severity::info,
-                             "sync calls whose stream or event was inferred from the thread's launches");
+    if (inferred) ctx_.count(inferred_key, Severity::info, inferred_description, task.source_event);
   }
 
   void stream_wait(TaskId t, const TraceEvent* record, const RecordPoint& point, UnitId next_launch) {
@@ -251,6 +302,8 @@ class SyncBuilder {
   std::vector<std::vector<TimeNs>> launch_times_;
   std::map<std::pair<std::int64_t, std::int64_t>, UnitId> stream_unit_;
   std::vector<TimeNs> last_launch_on_;  // per unit: this thread's latest launch call to it
+  std::vector<std::pair<TimeNs, TaskId>> gpu_ends_;  // (recorded end, task), sorted
+  TimeNs median_launch_ns_ = 0;
 };
 
 }  // namespace

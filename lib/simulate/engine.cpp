@@ -201,7 +201,7 @@ class Engine {
   }
 
   void finish() {
-    TaskId last = kNoTask;
+    TaskId last = kNoTask, last_work = kNoTask;
     for (TaskId t = 0; t < n_; ++t) {
       UnitUsage& u = r_.units[c_.unit[t]];
       if (u.tasks++ == 0) u.first_start_ns = r_.start_ns[t];
@@ -209,9 +209,12 @@ class Engine {
       u.first_start_ns = std::min(u.first_start_ns, r_.start_ns[t]);
       u.last_end_ns = std::max(u.last_end_ns, r_.end_ns[t]);
       if (last == kNoTask || r_.end_ns[t] > r_.end_ns[last]) last = t;
+      const bool work = !graph_.units()[c_.unit[t]].background;
+      if (work && (last_work == kNoTask || r_.end_ns[t] > r_.end_ns[last_work])) last_work = t;
     }
     r_.makespan_ns = last == kNoTask ? 0 : r_.end_ns[last];
-    if (last != kNoTask) r_.critical_path = critical_path_to(r_, last);
+    const TaskId path_end = last_work != kNoTask ? last_work : last;
+    if (path_end != kNoTask) r_.critical_path = critical_path_to(r_, path_end);
   }
 
   const Graph& graph_;

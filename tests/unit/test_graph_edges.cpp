@@ -217,3 +217,25 @@ TEST_CASE("GPU tasks launched before the trace started are roots at their record
   CHECK(g.report().get("gpu_task_without_launch") == 1);
   CHECK(simulate(g).start_ns[early] == 3 * us);
 }
+
+TEST_CASE("a launch blocked by a full launch queue waits for the GPU task that freed a slot", "[graph]") {
+  Graph g = test::graph_of(test::KinetoJson()
+                               .runtime("cudaLaunchKernel", 0, 5, 1)
+                               .kernel("k1", 10, 190, 1)
+                               .runtime("cudaLaunchKernel", 6, 5, 2)
+                               .kernel("k2", 200, 200, 2)
+                               .runtime("cudaLaunchKernel", 20, 185, 3)  // returns 5 us after k1 ends
+                               .kernel("k3", 400, 50, 3)
+                               .str());
+  const TaskId k1 = task_named(g, "k1"), blocked = task_named(g, "cudaLaunchKernel", 2);
+  const auto edge = edge_between(g, k1, blocked);
+  REQUIRE(edge);
+  CHECK(edge->type == EdgeType::sync);
+  CHECK(edge->inferred);
+  CHECK(g.task(blocked).blocking);
+  CHECK(g.task(blocked).duration_ns == 5 * us);
+  CHECK(g.report().get("launch_queue_waits") == 1);
+  CHECK(simulate(g).end_ns[blocked] == 205 * us);
+  g.task(k1).duration_ns = 90 * us;  // a faster GPU frees the slot earlier
+  CHECK(simulate(g).end_ns[blocked] == 105 * us);
+}

@@ -83,6 +83,12 @@ SyncKind sync_kind_of(std::string_view text) {
   return SyncKind::unknown;
 }
 
+// Integers written as floating-point numbers ("stream": 7.0); out-of-range values count as absent.
+std::int64_t integral(double value) {
+  if (!(value > -9.2e18 && value < 9.2e18)) return kNone;
+  return static_cast<std::int64_t>(value);
+}
+
 std::optional<std::int64_t> id_value(const FlexibleId& id) {
   if (id.number) return id.number;
   if (!id.text.empty()) return text::trailing_integer(id.text);
@@ -216,7 +222,7 @@ class KinetoParser {
     if (type == od::json_type::number) {
       std::int64_t n = 0;
       if (value.get_int64().get(n) == simdjson::SUCCESS) out.number = n;
-      else out.number = static_cast<std::int64_t>(double(value.get_double()));
+      else if (const auto n2 = integral(double(value.get_double())); n2 != kNone) out.number = n2;
     } else if (type == od::json_type::string) {
       out.text = value.get_string();
     }
@@ -234,7 +240,7 @@ class KinetoParser {
     std::int64_t n = kNone;
     const auto type = value.type().value();
     if (type == od::json_type::number) {
-      if (value.get_int64().get(n) != simdjson::SUCCESS) n = static_cast<std::int64_t>(double(value.get_double()));
+      if (value.get_int64().get(n) != simdjson::SUCCESS) n = integral(double(value.get_double()));
     } else if (type == od::json_type::string) {
       n = text::trailing_integer(std::string_view(value.get_string())).value_or(kNone);
     }
