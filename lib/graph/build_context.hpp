@@ -43,6 +43,15 @@ struct BuildContext {
 
   static constexpr UnitId kNoUnit = 0xffffffffu;
 
+  /// The unit of a lane that has tasks; creates it (and its task list) on first use.
+  UnitId unit_for_lane(std::uint32_t lane, UnitKind kind) {
+    if (lane_unit[lane] != kNoUnit) return lane_unit[lane];
+    const Lane& l = trace.lanes[lane];
+    lane_unit[lane] = graph.add_unit({kind, l.name, l.process, l.thread});
+    unit_tasks.emplace_back();
+    return lane_unit[lane];
+  }
+
   void add_task_times(TimeNs start, TimeNs end, std::uint32_t position) {
     times.push_back({start, end});
     task_position.push_back(position);

@@ -186,11 +186,7 @@ std::vector<std::vector<std::uint32_t>> cpu_events_by_lane(const BuildContext& c
 void build_cpu_tasks(BuildContext& ctx) {
   const auto by_lane = cpu_events_by_lane(ctx);
   for (std::uint32_t lane = 0; lane < by_lane.size(); ++lane) {
-    if (by_lane[lane].empty()) continue;
-    const Lane& l = ctx.trace.lanes[lane];
-    ctx.lane_unit[lane] = ctx.graph.add_unit({UnitKind::cpu_thread, l.name, l.process, l.thread});
-    ctx.unit_tasks.emplace_back();
-    ThreadSegmenter(ctx, ctx.lane_unit[lane]).run(by_lane[lane]);
+    if (!by_lane[lane].empty()) ThreadSegmenter(ctx, ctx.unit_for_lane(lane, UnitKind::cpu_thread)).run(by_lane[lane]);
   }
 }
 

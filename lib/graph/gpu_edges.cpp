@@ -182,11 +182,7 @@ class StreamBuilder {
 void build_gpu_tasks(BuildContext& ctx) {
   const auto by_lane = gpu_events_by_lane(ctx);
   for (std::uint32_t lane = 0; lane < by_lane.size(); ++lane) {
-    if (by_lane[lane].empty()) continue;
-    const Lane& l = ctx.trace.lanes[lane];
-    ctx.lane_unit[lane] = ctx.graph.add_unit({UnitKind::gpu_stream, l.name, l.process, l.thread});
-    ctx.unit_tasks.emplace_back();
-    StreamBuilder(ctx, ctx.lane_unit[lane]).run(by_lane[lane]);
+    if (!by_lane[lane].empty()) StreamBuilder(ctx, ctx.unit_for_lane(lane, UnitKind::gpu_stream)).run(by_lane[lane]);
   }
   ctx.launched_by.resize(ctx.graph.num_tasks(), kNoTask);
   ctx.woken.assign(ctx.graph.num_tasks(), 0);
