@@ -24,6 +24,7 @@ struct TaskTimes {
 
 struct BuildContext {
   BuildContext(const Trace& t, const GraphOptions& o, Graph& g) : trace(t), options(o), graph(g) {}
+  using CorrelationIndex = std::vector<std::pair<std::int64_t, std::uint32_t>>;
 
   const Trace& trace;
   const GraphOptions& options;
@@ -39,7 +40,7 @@ struct BuildContext {
   std::vector<TaskId> launched_by;           ///< per task (GPU): the API task that launched it
   std::vector<std::uint8_t> woken;           ///< per task (CPU): a cross_thread edge explains its start
   /// (correlation, event position) of GPU activities and of cuda_sync records, sorted.
-  std::vector<std::pair<std::int64_t, std::uint32_t>> gpu_by_correlation, sync_by_correlation, api_by_correlation;
+  CorrelationIndex gpu_by_correlation, sync_by_correlation, api_by_correlation;
 
   static constexpr UnitId kNoUnit = 0xffffffffu;
 
@@ -58,9 +59,22 @@ struct BuildContext {
   }
   TimeNs rel(TimeNs absolute) const { return absolute - origin; }
   const TraceEvent& event(std::uint32_t position) const { return trace.events[position]; }
-  /// Event positions with this correlation in a sorted index.
-  std::vector<std::uint32_t> lookup(const std::vector<std::pair<std::int64_t, std::uint32_t>>& index,
-                                    std::int64_t correlation) const;
+  /// The event positions of one correlation id: a view into a sorted index (no allocation).
+  struct Positions {
+    const std::pair<std::int64_t, std::uint32_t>* first = nullptr;
+    const std::pair<std::int64_t, std::uint32_t>* last = nullptr;
+    struct Iterator {
+      const std::pair<std::int64_t, std::uint32_t>* at;
+      std::uint32_t operator*() const { return at->second; }
+      Iterator& operator++() { return ++at, *this; }
+      bool operator!=(const Iterator& other) const { return at != other.at; }
+    };
+    bool empty() const { return first == last; }
+    std::uint32_t front() const { return first->second; }
+    Iterator begin() const { return {first}; }
+    Iterator end() const { return {last}; }
+  };
+  Positions lookup(const CorrelationIndex& index, std::int64_t correlation) const;
   void count(std::string_view key, Severity severity, std::string_view description, std::int64_t event = kNone) {
     graph.report().count(key, severity, description, event);
   }

@@ -7,13 +7,11 @@
 
 namespace daydream {
 
-std::vector<std::uint32_t> BuildContext::lookup(const std::vector<std::pair<std::int64_t, std::uint32_t>>& index,
-                                                std::int64_t correlation) const {
-  std::vector<std::uint32_t> out;
-  if (correlation == kNone) return out;
-  auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(correlation, std::uint32_t{0}));
-  for (; it != index.end() && it->first == correlation; ++it) out.push_back(it->second);
-  return out;
+BuildContext::Positions BuildContext::lookup(const CorrelationIndex& index, std::int64_t correlation) const {
+  if (correlation == kNone) return {};
+  const auto range = std::equal_range(index.begin(), index.end(), std::make_pair(correlation, std::uint32_t{0}),
+                                      [](const auto& a, const auto& b) { return a.first < b.first; });
+  return {index.data() + (range.first - index.begin()), index.data() + (range.second - index.begin())};
 }
 
 namespace {
