@@ -32,13 +32,16 @@ std::int32_t step_containing(const std::vector<StepRange>& steps, TimeNs time) {
   return time < it->end ? static_cast<std::int32_t>(it - steps.begin()) : -1;
 }
 
+// The thread's tasks are in time order, so the step's first and last task are two binary searches.
 Iteration make_iteration(const BuildContext& ctx, const StepRange& step) {
   Iteration it{step.name, step.start, step.end - step.start, kNoTask, kNoTask};
-  for (TaskId t : ctx.unit_tasks[step.unit]) {
-    if (ctx.times[t].start < step.start || ctx.times[t].start >= step.end) continue;
-    if (it.first_task == kNoTask) it.first_task = t;
-    it.last_task = t;
-  }
+  const auto& tasks = ctx.unit_tasks[step.unit];
+  const auto starts_before = [&](TaskId t, TimeNs time) { return ctx.times[t].start < time; };
+  const auto first = std::lower_bound(tasks.begin(), tasks.end(), step.start, starts_before);
+  const auto last = std::lower_bound(first, tasks.end(), step.end, starts_before);
+  if (first == last) return it;
+  it.first_task = *first;
+  it.last_task = *std::prev(last);
   return it;
 }
 

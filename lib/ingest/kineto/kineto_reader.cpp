@@ -103,6 +103,10 @@ class KinetoParser {
   Trace parse(const std::string& contents) {
     if (contents.find_first_not_of(" \t\r\n") == std::string::npos)
       throw Error(trace_.path, Error::kNoEvent, "", "empty document (no JSON)");
+    if (contents.size() >= simdjson::SIMDJSON_MAXSIZE_BYTES)
+      throw Error(trace_.path, Error::kNoEvent, "",
+                  fmt::format("trace too large: {} bytes of JSON; the parser reads at most {} bytes (4 GiB) per file",
+                              contents.size(), simdjson::SIMDJSON_MAXSIZE_BYTES));
     od::parser parser;
     simdjson::padded_string copy;
     simdjson::padded_string_view json(contents.data(), contents.size(), contents.capacity());
