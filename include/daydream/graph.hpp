@@ -138,7 +138,7 @@ struct GraphOptions {
   TimeNs launch_queue_window_ns = 50'000;
 };
 
-struct GraphStorage;  // Boost.Graph adjacency list; defined in lib/graph.
+struct GraphStorage;  // the Boost.Graph adjacency list, private to lib/graph
 
 /// A task graph. Copyable (deep copy); tasks and units are addressed by dense ids.
 class Graph {
@@ -203,8 +203,6 @@ class Graph {
   TimeNs origin_ns = 0;
   std::string source_path;
 
-  const GraphStorage& storage() const { return *storage_; }
-
  private:
   std::unique_ptr<GraphStorage> storage_;
   std::vector<Unit> units_;
@@ -212,7 +210,6 @@ class Graph {
   std::vector<Iteration> iterations_;
   Calibration calibration_;
   ImportReport report_;
-  friend struct GraphAccess;
 };
 
 /// Builds the dependency graph of a trace (see docs/graph.md for every rule). Oddities met on
