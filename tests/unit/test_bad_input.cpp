@@ -74,6 +74,16 @@ void check_event_error(const Error& e, const std::string& file, std::int64_t ind
   if (!field.empty()) CHECK(contains(e.what(), "\"" + field + "\""));
 }
 
+// An error about the document as a whole: it names the file and the field, and no event.
+void check_document_error(const Error& e, const std::string& file, const std::string& field) {
+  INFO("message: " << e.what());
+  CHECK(e.file() == file);
+  CHECK(contains(e.what(), file));
+  CHECK(e.event_index() == Error::kNoEvent);
+  CHECK(e.field() == field);
+  CHECK(contains(e.what(), field));
+}
+
 // A valid little document: step annotation, launch call and its kernel (events 0..2).
 KinetoJson valid_prefix() {
   KinetoJson json;
@@ -201,11 +211,7 @@ TEST_CASE("bad input: missing traceEvents", "[bad_input]") {
     INFO(json);
     auto e = parse_error(json, "no_events.json");
     REQUIRE(e);
-    CHECK(e->file() == "no_events.json");
-    CHECK(contains(e->what(), "no_events.json"));
-    CHECK(e->event_index() == Error::kNoEvent);
-    CHECK(e->field() == "traceEvents");
-    CHECK(contains(e->what(), "traceEvents"));
+    check_document_error(*e, "no_events.json", "traceEvents");
   }
 }
 
@@ -214,11 +220,7 @@ TEST_CASE("bad input: traceEvents is not an array", "[bad_input]") {
     INFO(json);
     auto e = parse_error(json, "events_not_array.json");
     REQUIRE(e);
-    CHECK(e->file() == "events_not_array.json");
-    CHECK(contains(e->what(), "events_not_array.json"));
-    CHECK(e->event_index() == Error::kNoEvent);
-    CHECK(e->field() == "traceEvents");
-    CHECK(contains(e->what(), "traceEvents"));
+    check_document_error(*e, "events_not_array.json", "traceEvents");
   }
 }
 
