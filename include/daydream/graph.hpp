@@ -98,7 +98,9 @@ struct Task {
   std::uint32_t op_name = 0;         ///< name of that operator (index into strings), 0 = none
   std::int64_t bytes = kNone;        ///< memcpy/memset size
   Phase phase = Phase::unknown;
+  std::uint32_t layer = 0;           ///< layer name (index into strings), 0 = none
   bool blocking = false;             ///< a CPU call that waits for GPU work (sync edges end here)
+  bool removed = false;              ///< removed by a transformation: no edges, not simulated
 };
 
 /// One measured iteration (`ProfilerStep#N`): its CPU range and the tasks that open and close it.
@@ -139,6 +141,9 @@ struct GraphOptions {
 };
 
 struct GraphStorage;  // the Boost.Graph adjacency list, private to lib/graph
+class TaskFilter;     // transform.hpp
+class TaskSet;        // transform.hpp
+struct NewTask;       // transform.hpp
 
 /// A task graph. Copyable (deep copy); tasks and units are addressed by dense ids.
 class Graph {
@@ -156,6 +161,23 @@ class Graph {
   /// Adds a dependency. Throws Error for a self-loop or an unknown task id.
   void add_edge(TaskId from, TaskId to, Edge edge);
   std::uint32_t intern(std::string_view text);
+
+  // --- transforming (see transform.hpp) ---
+  /// The live tasks passing `filter` (all live tasks without one).
+  TaskSet select(const TaskFilter& filter);
+  TaskSet select();
+  /// Adds a task with its edges. Throws Error (naming the tasks) for an unknown or removed task,
+  /// or when the new edges would close a cycle; the graph is then unchanged.
+  TaskId insert(const NewTask& task);
+  /// Deletes a task: every predecessor -> successor pair is bridged by an edge that keeps the
+  /// removed task's delays (as if it took no time). Throws Error when it is already removed.
+  void remove(TaskId id);
+  bool removed(TaskId id) const;
+  /// add_edge for transformations: both tasks must be live and the edge must not close a cycle.
+  void connect(TaskId from, TaskId to, Edge edge);
+  /// The unit with this name, if any.
+  std::optional<UnitId> find_unit(std::string_view name) const;
+  std::size_t num_live_tasks() const;
 
   // --- reading ---
   std::size_t num_tasks() const;
@@ -204,12 +226,19 @@ class Graph {
   std::string source_path;
 
  private:
+  void check_live(TaskId id, std::string_view what) const;
+  void ensure_ranks() const;
+  std::vector<TaskId> path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets) const;
+  [[noreturn]] void refuse_cycle(std::string_view what, const std::vector<TaskId>& path, std::string_view closing) const;
+  void link_inserted(TaskId id, const NewTask& spec);
+
   std::unique_ptr<GraphStorage> storage_;
   std::vector<Unit> units_;
   std::vector<std::string> strings_;
   std::vector<Iteration> iterations_;
   Calibration calibration_;
   ImportReport report_;
+  std::size_t removed_count_ = 0;
 };
 
 /// Builds the dependency graph of a trace (see docs/graph.md for every rule). Oddities met on

@@ -30,6 +30,8 @@ class SchedulePolicy {
   virtual ~SchedulePolicy() = default;
   virtual std::string name() const = 0;
   virtual double priority(const Graph& graph, TaskId task) const = 0;
+  /// When true, ready tasks are ordered first by the time they became ready, then by priority.
+  virtual bool by_ready_time() const { return false; }
 };
 
 /// Default: trace order (a task's recorded start; tasks added later go by id).
@@ -64,7 +66,7 @@ struct UnitUsage {
 enum class StartCause : std::uint8_t { release, dependency, unit_busy };
 
 struct SimulationResult {
-  std::vector<TimeNs> start_ns;  ///< per task, relative to the graph origin
+  std::vector<TimeNs> start_ns;  ///< per task, relative to the graph origin (-1: removed task, not run)
   std::vector<TimeNs> end_ns;
   std::vector<TaskId> binding;   ///< per task: the task whose end/start it waited for last, or kNoTask
   std::vector<StartCause> cause;

@@ -75,7 +75,8 @@ Graph::Graph(const Graph& other)
       strings_(other.strings_),
       iterations_(other.iterations_),
       calibration_(other.calibration_),
-      report_(other.report_) {}
+      report_(other.report_),
+      removed_count_(other.removed_count_) {}
 
 Graph& Graph::operator=(const Graph& other) {
   if (this != &other) *this = Graph(other);
@@ -89,14 +90,19 @@ UnitId Graph::add_unit(Unit unit) {
 
 TaskId Graph::add_task(Task task) {
   if (task.unit >= units_.size()) throw Error(fmt::format("add_task: unknown unit {}", task.unit));
-  return static_cast<TaskId>(boost::add_vertex(std::move(task), storage_->adjacency));
+  const auto id = static_cast<TaskId>(boost::add_vertex(std::move(task), storage_->adjacency));
+  if (storage_->rank_valid) storage_->rank.push_back(storage_->next_rank++);
+  return id;
 }
 
 void Graph::add_edge(TaskId from, TaskId to, Edge edge) {
   const auto n = num_tasks();
   if (from >= n || to >= n) throw Error(fmt::format("add_edge: unknown task ({} -> {}, {} tasks)", from, to, n));
   if (from == to) throw Error(fmt::format("add_edge: task {} '{}' cannot depend on itself", from, name(from)));
+  for (TaskId t : {from, to})
+    if (task(t).removed) throw Error(fmt::format("add_edge: task {} '{}' was removed", t, name(t)));
   boost::add_edge(from, to, edge, storage_->adjacency);
+  storage_->rank_valid = false;
 }
 
 std::uint32_t Graph::intern(std::string_view text) {
@@ -156,7 +162,8 @@ std::array<std::int64_t, kEdgeTypeCount> Graph::edge_counts() const {
 
 std::array<std::int64_t, kTaskKindCount> Graph::task_counts() const {
   std::array<std::int64_t, kTaskKindCount> counts{};
-  for (TaskId v = 0; v < num_tasks(); ++v) ++counts[static_cast<std::size_t>(task(v).kind)];
+  for (TaskId v = 0; v < num_tasks(); ++v)
+    if (!task(v).removed) ++counts[static_cast<std::size_t>(task(v).kind)];
   return counts;
 }
 

@@ -22,6 +22,11 @@ struct GraphStorage {
   using Adjacency = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Task, Edge>;
   Adjacency adjacency;
   std::unordered_map<std::string, std::uint32_t, StringHash, std::equal_to<>> string_index;  // into Graph::strings_
+  /// A topological rank per task, kept while it stays valid, so transformations can tell in
+  /// O(1) that a new edge cannot close a cycle (edges always go to a higher rank).
+  std::vector<double> rank;
+  double next_rank = 0;  // above every rank given so far
+  bool rank_valid = false;
 };
 
 }  // namespace daydream

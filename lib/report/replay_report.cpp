@@ -2,6 +2,7 @@
 // critical path.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "daydream/replay.hpp"
 #include "report/json_writer.hpp"
@@ -20,7 +21,7 @@ IterationTime gpu_span(const Graph& graph, const SimulationResult& result) {
   bool any = false;
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {
     const Task& task = graph.task(t);
-    if (graph.units()[task.unit].kind != UnitKind::gpu_stream) continue;
+    if (task.removed || graph.units()[task.unit].kind != UnitKind::gpu_stream) continue;
     const TimeNs recorded_end = task.recorded_start_ns + task.duration_ns;
     if (!any) {
       measured_first = task.recorded_start_ns, measured_last = recorded_end;
@@ -34,6 +35,26 @@ IterationTime gpu_span(const Graph& graph, const SimulationResult& result) {
     simulated_last = std::max(simulated_last, result.end_ns[t]);
   }
   return {"span", measured_last - measured_first, simulated_last - simulated_first};
+}
+
+// Per iteration with tasks: (first start, last end) of its live tasks on the thread holding its
+// ProfilerStep range. Transformations may remove or insert tasks there, so this is a scan.
+std::vector<std::pair<std::size_t, std::pair<TimeNs, TimeNs>>> iteration_spans(const Graph& graph,
+                                                                                 const SimulationResult& result) {
+  const auto& iterations = graph.iterations();
+  std::vector<std::pair<TimeNs, TimeNs>> span(iterations.size(), {std::numeric_limits<TimeNs>::max(), -1});
+  for (TaskId t = 0; t < graph.num_tasks(); ++t) {
+    const Task& task = graph.task(t);
+    if (task.removed || task.iteration < 0 || static_cast<std::size_t>(task.iteration) >= iterations.size()) continue;
+    const Iteration& it = iterations[static_cast<std::size_t>(task.iteration)];
+    if (it.first_task == kNoTask || task.unit != graph.task(it.first_task).unit) continue;
+    auto& s = span[static_cast<std::size_t>(task.iteration)];
+    s = {std::min(s.first, result.start_ns[t]), std::max(s.second, result.end_ns[t])};
+  }
+  std::vector<std::pair<std::size_t, std::pair<TimeNs, TimeNs>>> out;
+  for (std::size_t i = 0; i < span.size(); ++i)
+    if (span[i].second >= 0) out.emplace_back(i, span[i]);
+  return out;
 }
 
 }  // namespace
@@ -57,10 +78,9 @@ CriticalPathSummary summarize_critical_path(const Graph& graph, const Simulation
 ReplayReport make_replay_report(const Graph& graph, const SimulationResult& result) {
   ReplayReport report;
   report.trace = graph.source_path;
-  for (const Iteration& it : graph.iterations()) {
-    if (it.first_task == kNoTask) continue;
-    report.iterations.push_back(
-        {it.name, it.measured_ns, result.end_ns[it.last_task] - result.start_ns[it.first_task]});
+  for (const auto& [index, span] : iteration_spans(graph, result)) {
+    const Iteration& it = graph.iterations()[index];
+    report.iterations.push_back({it.name, it.measured_ns, span.second - span.first});
   }
   report.span = gpu_span(graph, result);
   report.simulated_makespan_ns = result.makespan_ns;

@@ -32,6 +32,8 @@ struct CompiledGraph {
   std::vector<std::uint32_t> first_successor;  // CSR offsets, size n + 1
   std::vector<Successor> successors;
   std::vector<double> priority;
+  std::vector<std::uint8_t> removed;
+  bool by_ready_time = false;
 };
 
 CompiledGraph compile(const Graph& graph, const SchedulePolicy& policy) {
@@ -42,8 +44,11 @@ CompiledGraph compile(const Graph& graph, const SchedulePolicy& policy) {
   c.unit.resize(n);
   c.priority.resize(n);
   c.in_degree.assign(n, 0);
+  c.removed.assign(n, 0);
+  c.by_ready_time = policy.by_ready_time();
   for (TaskId t = 0; t < n; ++t) {
     const Task& task = graph.task(t);
+    c.removed[t] = task.removed ? 1 : 0;
     if (task.duration_ns < 0)
       throw Error(fmt::format("task {} '{}': negative duration {} ns", t, graph.name(t), task.duration_ns));
     c.duration[t] = task.duration_ns;
@@ -77,9 +82,13 @@ struct Event {
 };
 
 struct ReadyEntry {
+  TimeNs ready_time;  // 0 unless the policy orders by ready time
   double priority;
   TaskId task;
-  bool operator>(const ReadyEntry& o) const { return priority != o.priority ? priority > o.priority : task > o.task; }
+  bool operator>(const ReadyEntry& o) const {
+    if (ready_time != o.ready_time) return ready_time > o.ready_time;
+    return priority != o.priority ? priority > o.priority : task > o.task;
+  }
 };
 
 template <class T> using MinHeap = std::priority_queue<T, std::vector<T>, std::greater<T>>;
@@ -101,7 +110,7 @@ class Engine {
 
   SimulationResult run() {
     for (TaskId t = 0; t < n_; ++t) {
-      if (remaining_[t] != 0) continue;
+      if (remaining_[t] != 0 || c_.removed[t]) continue;
       ready_at_[t] = c_.release[t];
       push(c_.release[t], t, EventType::task_ready);
     }
@@ -131,7 +140,7 @@ class Engine {
 
   void on_ready(TaskId t) {
     const UnitId u = c_.unit[t];
-    queues_[u].push({c_.priority[t], t});
+    queues_[u].push({c_.by_ready_time ? ready_at_[t] : 0, c_.priority[t], t});
     mark_pending(u);
   }
 
@@ -191,7 +200,7 @@ class Engine {
   void check_all_ran() const {
     std::vector<TaskId> stuck;
     for (TaskId t = 0; t < n_ && stuck.size() < 5; ++t)
-      if (r_.start_ns[t] == kUnset) stuck.push_back(t);
+      if (r_.start_ns[t] == kUnset && !c_.removed[t]) stuck.push_back(t);
     if (stuck.empty()) return;
     std::string names;
     for (TaskId t : stuck) names += fmt::format("{}{} '{}'", names.empty() ? "" : ", ", t, graph_.name(t));
@@ -203,6 +212,10 @@ class Engine {
   void finish() {
     TaskId last = kNoTask, last_work = kNoTask;
     for (TaskId t = 0; t < n_; ++t) {
+      if (c_.removed[t]) {
+        r_.start_ns[t] = r_.end_ns[t] = -1;
+        continue;
+      }
       UnitUsage& u = r_.units[c_.unit[t]];
       if (u.tasks++ == 0) u.first_start_ns = r_.start_ns[t];
       u.busy_ns += c_.duration[t];

@@ -1,0 +1,186 @@
+// Insert, Remove and checked edges. Cycles are refused before the graph changes: the storage
+// keeps a topological rank per task while it is valid; an edge from a lower to a higher rank
+// can never close a cycle, and any other edge is checked by a search that only visits tasks
+// ranked below the edge's source (the only ones that can lead back to it).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "daydream/error.hpp"
+#include "daydream/transform.hpp"
+#include "graph/graph_storage.hpp"
+
+namespace daydream {
+namespace {
+
+bool is_sequential(EdgeType type) { return type == EdgeType::cpu_sequential || type == EdgeType::gpu_sequential; }
+
+std::string describe(const Graph& g, TaskId t) { return fmt::format("task {} '{}'", t, g.name(t)); }
+
+// The type of the edge that replaces pred -> removed -> succ.
+EdgeType bridged_type(EdgeType in, EdgeType out) {
+  if (is_sequential(in) && is_sequential(out)) return in;
+  return is_sequential(in) ? out : in;
+}
+
+}  // namespace
+
+EdgeType infer_edge_type(const Graph& g, TaskId from, TaskId to) {
+  const Task &a = g.task(from), &b = g.task(to);
+  const UnitKind ua = g.units()[a.unit].kind, ub = g.units()[b.unit].kind;
+  if (a.kind == TaskKind::communication || b.kind == TaskKind::communication) {
+    if (a.unit == b.unit && ua != UnitKind::cpu_thread) return EdgeType::gpu_sequential;
+    return EdgeType::communication;
+  }
+  if (a.unit == b.unit) return ua == UnitKind::cpu_thread ? EdgeType::cpu_sequential : EdgeType::gpu_sequential;
+  if (ua == UnitKind::cpu_thread && ub == UnitKind::cpu_thread) return EdgeType::cross_thread;
+  if (ua == UnitKind::cpu_thread) return EdgeType::launch;
+  if (ub == UnitKind::cpu_thread) return EdgeType::sync;
+  return EdgeType::cross_stream;
+}
+
+bool Graph::removed(TaskId id) const { return task(id).removed; }
+
+std::size_t Graph::num_live_tasks() const { return num_tasks() - removed_count_; }
+
+std::optional<UnitId> Graph::find_unit(std::string_view name) const {
+  for (UnitId u = 0; u < units_.size(); ++u)
+    if (units_[u].name == name) return u;
+  return std::nullopt;
+}
+
+void Graph::check_live(TaskId id, std::string_view what) const {
+  if (id >= num_tasks()) throw Error(fmt::format("{}: no task {} (the graph has {})", what, id, num_tasks()));
+  if (task(id).removed) throw Error(fmt::format("{}: {} was removed", what, describe(*this, id)));
+}
+
+void Graph::ensure_ranks() const {
+  auto& s = *storage_;
+  if (s.rank_valid) return;
+  const auto order = topological_order();
+  s.rank.assign(num_tasks(), 0.0);
+  for (std::size_t i = 0; i < order.size(); ++i) s.rank[order[i]] = static_cast<double>(i);
+  s.next_rank = static_cast<double>(order.size());
+  s.rank_valid = true;
+}
+
+// A path from any of `sources` to any of `targets`, or empty. Only tasks ranked at most the
+// highest target rank can lie on such a path.
+std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets) const {
+  ensure_ranks();
+  const auto& rank = storage_->rank;
+  double limit = -std::numeric_limits<double>::infinity();
+  for (TaskId t : targets) limit = std::max(limit, rank[t]);
+  std::vector<TaskId> parent(num_tasks(), kNoTask), stack;
+  std::vector<std::uint8_t> seen(num_tasks(), 0), target(num_tasks(), 0);
+  for (TaskId t : targets) target[t] = 1;
+  for (TaskId s : sources)
+    if (!seen[s] && rank[s] <= limit) seen[s] = 1, stack.push_back(s);
+  while (!stack.empty()) {
+    const TaskId v = stack.back();
+    stack.pop_back();
+    if (target[v]) {
+      std::vector<TaskId> path;
+      for (TaskId t = v; t != kNoTask; t = parent[t]) path.push_back(t);
+      std::reverse(path.begin(), path.end());
+      return path;
+    }
+    for (auto e : boost::make_iterator_range(boost::out_edges(v, storage_->adjacency))) {
+      const auto w = static_cast<TaskId>(boost::target(e, storage_->adjacency));
+      if (seen[w] || rank[w] > limit) continue;
+      seen[w] = 1, parent[w] = v, stack.push_back(w);
+    }
+  }
+  return {};
+}
+
+[[noreturn]] void Graph::refuse_cycle(std::string_view what, const std::vector<TaskId>& path, std::string_view closing) const {
+  std::string chain;
+  for (TaskId t : path) chain += describe(*this, t) + " -> ";
+  throw Error(fmt::format("{} would create a cycle: {}{}", what, chain, closing));
+}
+
+void Graph::connect(TaskId from, TaskId to, Edge edge) {
+  check_live(from, "connect");
+  check_live(to, "connect");
+  if (from == to) throw Error(fmt::format("connect: {} cannot depend on itself", describe(*this, from)));
+  ensure_ranks();
+  const bool ordered = storage_->rank[from] < storage_->rank[to];
+  if (!ordered) {
+    const auto path = path_between({to}, {from});
+    if (!path.empty()) refuse_cycle("connect", path, describe(*this, to));
+  }
+  boost::add_edge(from, to, edge, storage_->adjacency);
+  if (!ordered) storage_->rank_valid = false;
+}
+
+void Graph::remove(TaskId id) {
+  check_live(id, "remove");
+  const auto preds = predecessors(id);
+  const auto succs = successors(id);
+  boost::clear_vertex(id, storage_->adjacency);
+  for (const auto& p : preds) {
+    for (const auto& s : succs) {
+      if (p.task == s.task) continue;
+      Edge bridge{bridged_type(p.edge.type, s.edge.type), p.edge.timing, p.edge.delay_ns + s.edge.delay_ns,
+                  p.edge.inferred || s.edge.inferred};
+      boost::add_edge(p.task, s.task, bridge, storage_->adjacency);  // keeps every rank valid
+    }
+  }
+  task(id).removed = true;
+  ++removed_count_;
+}
+
+TaskId Graph::insert(const NewTask& spec) {
+  if (spec.unit >= units_.size()) throw Error(fmt::format("insert '{}': no unit {}", spec.name, spec.unit));
+  if (spec.duration_ns < 0) throw Error(fmt::format("insert '{}': negative duration {} ns", spec.name, spec.duration_ns));
+  for (TaskId t : spec.after) check_live(t, "insert (after)");
+  for (TaskId t : spec.before) check_live(t, "insert (before)");
+  const auto back = path_between(spec.before, spec.after);  // before ->* after closes a cycle
+  if (!back.empty()) refuse_cycle(fmt::format("insert '{}'", spec.name), back, "the new task");
+
+  Task task;
+  task.kind = spec.kind;
+  task.unit = spec.unit;
+  task.name = intern(spec.name);
+  task.duration_ns = spec.duration_ns;
+  task.phase = spec.phase;
+  task.iteration = spec.iteration;
+  for (TaskId p : spec.after) {
+    const Task& pred = this->task(p);
+    task.recorded_start_ns = std::max(task.recorded_start_ns, pred.recorded_start_ns + pred.duration_ns);
+    if (task.iteration < 0) task.iteration = pred.iteration;
+  }
+  const TaskId id = add_task(task);
+  link_inserted(id, spec);
+  return id;
+}
+
+void Graph::link_inserted(TaskId id, const NewTask& spec) {
+  auto& g = storage_->adjacency;
+  TimeNs after_delay = spec.after_delay_ns;
+  // Inserting into a chain on one unit: a -> b becomes a -> new -> b (a's gap goes first).
+  if (spec.after.size() == 1 && spec.before.size() == 1) {
+    const TaskId a = spec.after[0], b = spec.before[0];
+    auto [e, found] = boost::edge(a, b, g);
+    if (found && is_sequential(g[e].type) && task(a).unit == spec.unit && task(b).unit == spec.unit) {
+      after_delay = std::max(after_delay, g[e].delay_ns);
+      boost::remove_edge(e, g);
+    }
+  }
+  double low = -1, high = storage_->next_rank;
+  for (TaskId a : spec.after) {
+    boost::add_edge(a, id, Edge{spec.after_type.value_or(infer_edge_type(*this, a, id)), Timing::finish_to_start, after_delay, false}, g);
+    low = std::max(low, storage_->rank[a]);
+  }
+  for (TaskId b : spec.before) {
+    boost::add_edge(id, b, Edge{spec.before_type.value_or(infer_edge_type(*this, id, b)), Timing::finish_to_start, spec.before_delay_ns, false}, g);
+    high = std::min(high, storage_->rank[b]);
+  }
+  const double mid = (low + high) / 2;
+  if (low < mid && mid < high) storage_->rank[id] = mid;
+  else storage_->rank_valid = false;  // no room between: recomputed on the next check
+}
+
+}  // namespace daydream

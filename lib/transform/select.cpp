@@ -1,0 +1,155 @@
+// Select and bulk changes: TaskFilter, TaskSet, Graph::select.
+//
+// Regular expressions are matched once per distinct name (names are interned), so selecting
+// over millions of tasks costs a few comparisons per task.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <regex>
+
+#include "daydream/error.hpp"
+#include "daydream/transform.hpp"
+
+namespace daydream {
+
+TaskFilter& TaskFilter::kind(TaskKind k) { return kinds_.push_back(k), *this; }
+TaskFilter& TaskFilter::unit(UnitId u) { return units_.push_back(u), *this; }
+TaskFilter& TaskFilter::unit_kind(UnitKind k) { return unit_kinds_.push_back(k), *this; }
+TaskFilter& TaskFilter::name(std::string pattern) { return names_.push_back(std::move(pattern)), *this; }
+TaskFilter& TaskFilter::name_not(std::string pattern) { return names_not_.push_back(std::move(pattern)), *this; }
+TaskFilter& TaskFilter::op(std::string pattern) { return ops_.push_back(std::move(pattern)), *this; }
+TaskFilter& TaskFilter::layer(std::string pattern) { return layers_.push_back(std::move(pattern)), *this; }
+TaskFilter& TaskFilter::phase(Phase p) { return phases_.push_back(p), *this; }
+TaskFilter& TaskFilter::iteration(std::int32_t index) { return iterations_.push_back(index), *this; }
+TaskFilter& TaskFilter::where(std::function<bool(const Graph&, TaskId)> predicate) {
+  if (!predicate) throw Error("TaskFilter::where: empty predicate");
+  return predicates_.push_back(std::move(predicate)), *this;
+}
+
+namespace {
+
+template <class T> bool allowed(const std::vector<T>& set, const T& value) {
+  return set.empty() || std::find(set.begin(), set.end(), value) != set.end();
+}
+
+std::vector<std::regex> compile(const std::vector<std::string>& patterns, std::string_view what) {
+  std::vector<std::regex> out;
+  for (const auto& p : patterns) {
+    try {
+      out.emplace_back(p, std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& e) {
+      throw Error(fmt::format("invalid {} pattern '{}': {}", what, p, e.what()));
+    }
+  }
+  return out;
+}
+
+/// Caches "does string #i match any of these patterns" per interned string.
+class PatternCache {
+ public:
+  PatternCache(const Graph& graph, const std::vector<std::string>& patterns, std::string_view what)
+      : graph_(graph), regexes_(compile(patterns, what)) {}
+  bool active() const { return !regexes_.empty(); }
+  bool any(std::uint32_t string) {
+    if (string >= cache_.size()) cache_.resize(string + 1, kUnknown);
+    if (cache_[string] == kUnknown) {
+      const std::string_view text = graph_.string(string);
+      bool hit = false;
+      for (const auto& re : regexes_) hit = hit || std::regex_search(text.begin(), text.end(), re);
+      cache_[string] = hit ? kYes : kNo;
+    }
+    return cache_[string] == kYes;
+  }
+
+ private:
+  static constexpr std::uint8_t kUnknown = 0, kYes = 1, kNo = 2;
+  const Graph& graph_;
+  std::vector<std::regex> regexes_;
+  std::vector<std::uint8_t> cache_;
+};
+
+}  // namespace
+
+/// A filter compiled against one graph.
+class TaskSelector {
+ public:
+  TaskSelector(const Graph& graph, const TaskFilter& f)
+      : graph_(graph), f_(f), names_(graph, f.names_, "name"), names_not_(graph, f.names_not_, "name"),
+        ops_(graph, f.ops_, "op"), layers_(graph, f.layers_, "layer") {}
+
+  bool operator()(TaskId id) {
+    const Task& t = graph_.task(id);
+    if (t.removed || !allowed(f_.kinds_, t.kind) || !allowed(f_.units_, t.unit)) return false;
+    if (!allowed(f_.unit_kinds_, graph_.units()[t.unit].kind) || !allowed(f_.phases_, t.phase)) return false;
+    if (!allowed(f_.iterations_, t.iteration)) return false;
+    if (names_.active() && !names_.any(t.name)) return false;
+    if (names_not_.active() && names_not_.any(t.name)) return false;
+    if (ops_.active() && (t.op_name == 0 || !ops_.any(t.op_name))) return false;
+    if (layers_.active() && (t.layer == 0 || !layers_.any(t.layer))) return false;
+    for (const auto& predicate : f_.predicates_)
+      if (!predicate(graph_, id)) return false;
+    return true;
+  }
+
+ private:
+  const Graph& graph_;
+  const TaskFilter& f_;
+  PatternCache names_, names_not_, ops_, layers_;
+};
+
+bool TaskFilter::matches(const Graph& graph, TaskId task) const { return TaskSelector(graph, *this)(task); }
+
+TaskSet Graph::select(const TaskFilter& filter) {
+  TaskSelector selector(*this, filter);
+  std::vector<TaskId> ids;
+  for (TaskId t = 0; t < num_tasks(); ++t)
+    if (selector(t)) ids.push_back(t);
+  return TaskSet(*this, std::move(ids));
+}
+
+TaskSet Graph::select() { return select(TaskFilter{}); }
+
+TaskSet& TaskSet::scale(double factor) {
+  if (!std::isfinite(factor) || factor < 0)
+    throw Error(fmt::format("scale: the factor must be a finite number >= 0, got {}", factor));
+  for (TaskId t : ids_) {
+    Task& task = graph_->task(t);
+    task.duration_ns = std::llround(static_cast<double>(task.duration_ns) * factor);
+  }
+  return *this;
+}
+
+TaskSet& TaskSet::set_duration(TimeNs duration_ns) {
+  if (duration_ns < 0) throw Error(fmt::format("set_duration: negative duration {} ns", duration_ns));
+  for (TaskId t : ids_) graph_->task(t).duration_ns = duration_ns;
+  return *this;
+}
+
+TaskSet& TaskSet::shrink(TimeNs by_ns) {
+  if (by_ns < 0) throw Error(fmt::format("shrink: negative amount {} ns", by_ns));
+  for (TaskId t : ids_) {
+    Task& task = graph_->task(t);
+    task.duration_ns = std::max<TimeNs>(0, task.duration_ns - by_ns);
+  }
+  return *this;
+}
+
+TaskSet TaskSet::filter(const TaskFilter& f) const {
+  TaskSelector selector(*graph_, f);
+  std::vector<TaskId> kept;
+  for (TaskId t : ids_)
+    if (selector(t)) kept.push_back(t);
+  return TaskSet(*graph_, std::move(kept));
+}
+
+void TaskSet::remove() {
+  for (TaskId t : ids_) graph_->remove(t);
+}
+
+TimeNs TaskSet::total_duration_ns() const {
+  TimeNs total = 0;
+  for (TaskId t : ids_) total += graph_->task(t).duration_ns;
+  return total;
+}
+
+}  // namespace daydream
