@@ -72,6 +72,12 @@ bool starts_with(std::string_view text, std::string_view prefix) { return text.s
 
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
+bool contains_ignore_case(std::string_view text, std::string_view lowercase_part) {
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  return std::search(text.begin(), text.end(), lowercase_part.begin(), lowercase_part.end(),
+                     [&](char a, char b) { return lower(a) == b; }) != text.end();
+}
+
 TimeNs median(std::vector<TimeNs>& values) {
   if (values.empty()) return 0;
   const auto middle = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / 2);

@@ -21,6 +21,7 @@ std::optional<std::int64_t> trailing_integer(std::string_view text);
 
 bool starts_with(std::string_view text, std::string_view prefix);
 bool contains(std::string_view text, std::string_view part);
+bool contains_ignore_case(std::string_view text, std::string_view lowercase_part);
 
 /// Median of the values (the lower middle one for even counts); 0 for none. Reorders `values`.
 TimeNs median(std::vector<TimeNs>& values);

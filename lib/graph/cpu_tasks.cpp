@@ -83,7 +83,42 @@ class ThreadSegmenter {
     task.name = ctx_.graph.intern(ctx_.trace.name_of(e));
     task.op_event = e.source_index;
     task.op_name = task.name;
+    set_context(task, owner);
     add(task, owner, begin, end);
+  }
+
+  // Phase and layer from the ranges around the task (the owner itself included):
+  //  - phase: update inside `Optimizer.step`/`Optimizer.zero_grad`; backward inside anything
+  //    named *backward* (any case), `autograd::engine...` or `AccumulateGrad`; unknown inside
+  //    `enumerate(DataLoader)`; forward elsewhere inside a `ProfilerStep#N`.
+  //  - layer: the innermost `nn.Module: X` Python frame or user annotation that is not one of
+  //    the framework's own ranges (steps, optimizer, data loader, collectives).
+  void set_context(Task& task, std::uint32_t owner) const {
+    bool update = false, backward = false, loading = false, in_step = false;
+    std::string_view layer;
+    auto visit_range = [&](std::uint32_t position) {
+      const TraceEvent& e = ctx_.event(position);
+      const std::string_view name = ctx_.trace.name_of(e);
+      update = update || text::starts_with(name, "Optimizer.step") || text::starts_with(name, "Optimizer.zero_grad");
+      backward = backward || text::contains_ignore_case(name, "backward") || text::starts_with(name, "autograd::engine") ||
+                 text::contains(name, "AccumulateGrad");
+      loading = loading || text::starts_with(name, "enumerate(DataLoader)");
+      in_step = in_step || text::starts_with(name, "ProfilerStep#");
+      if (layer.empty()) layer = layer_name(e, name);
+    };
+    if (is_cpu_range(ctx_.event(owner).kind)) visit_range(owner);
+    for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) visit_range(it->position);
+    task.phase = update ? Phase::update : backward ? Phase::backward : loading ? Phase::unknown
+               : in_step ? Phase::forward : Phase::unknown;
+    if (!layer.empty()) task.layer = ctx_.graph.intern(layer);
+  }
+
+  static std::string_view layer_name(const TraceEvent& e, std::string_view name) {
+    if (e.kind == EventKind::python_function && text::starts_with(name, "nn.Module: ")) return name.substr(11);
+    if (e.kind != EventKind::user_annotation) return {};
+    for (std::string_view framework : {"ProfilerStep#", "Optimizer.", "enumerate(DataLoader)", "nccl:", "autograd::"})
+      if (text::starts_with(name, framework)) return {};
+    return name;
   }
 
   void emit_api_call(std::uint32_t owner, TimeNs begin, TimeNs end) {
@@ -93,6 +128,7 @@ class ThreadSegmenter {
     task.name = ctx_.graph.intern(ctx_.trace.name_of(e));
     task.correlation = e.correlation;
     set_operator(task);
+    set_context(task, owner);
     const TimeNs issue = blocking_copy_issue_ns(owner, end - begin);
     if (issue < 0) {
       add(task, owner, begin, end);

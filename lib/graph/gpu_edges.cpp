@@ -109,8 +109,11 @@ class StreamBuilder {
     task.bytes = e.bytes;
     const TaskId launcher = launching_task(e);
     if (launcher != kNoTask) {
-      task.op_event = ctx_.graph.task(launcher).op_event;
-      task.op_name = ctx_.graph.task(launcher).op_name;
+      const Task& call = ctx_.graph.task(launcher);
+      task.op_event = call.op_event;
+      task.op_name = call.op_name;
+      task.phase = call.phase;
+      task.layer = call.layer;
     }
     const TaskId id = ctx_.graph.add_task(task);
     ctx_.add_task_times(ctx_.rel(e.start_ns), ctx_.rel(e.end_ns()), position);
