@@ -1,0 +1,295 @@
+// The transformation primitives on small graphs: exact edges, durations and simulated times.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+
+#include "daydream/error.hpp"
+#include "daydream/layers.hpp"
+#include "daydream/transform.hpp"
+#include "unit/graph_helpers.hpp"
+#include "unit/trace_builder.hpp"
+
+using namespace daydream;
+using test::edge_between;
+using test::task_named;
+using test::us;
+
+namespace {
+
+// cpu: a -> b -> c (gaps 1 us); a launches k1, b launches k2 (stream: k1 -> k2); c waits for k2.
+struct Pipeline {
+  Graph g;
+  UnitId cpu = g.add_unit({UnitKind::cpu_thread, "cpu", 1, 1});
+  UnitId gpu = g.add_unit({UnitKind::gpu_stream, "gpu", 0, 7});
+  TaskId a = add("a", cpu, TaskKind::runtime, 10 * us, 0);
+  TaskId b = add("b", cpu, TaskKind::runtime, 10 * us, 11 * us);
+  TaskId c = add("c", cpu, TaskKind::runtime, 5 * us, 22 * us);
+  TaskId k1 = add("sgemm_k1", gpu, TaskKind::kernel, 40 * us, 2 * us);
+  TaskId k2 = add("relu_k2", gpu, TaskKind::kernel, 20 * us, 42 * us);
+
+  Pipeline() {
+    edge(a, b, EdgeType::cpu_sequential, 1 * us);
+    edge(b, c, EdgeType::cpu_sequential, 1 * us);
+    g.add_edge(a, k1, {EdgeType::launch, Timing::start_to_start, 2 * us, false});
+    g.add_edge(b, k2, {EdgeType::launch, Timing::start_to_start, 2 * us, false});
+    edge(k1, k2, EdgeType::gpu_sequential, 0);
+    edge(k2, c, EdgeType::sync, 0);
+  }
+  TaskId add(const char* name, UnitId unit, TaskKind kind, TimeNs duration, TimeNs recorded_start) {
+    Task t;
+    t.name = g.intern(name);
+    t.unit = unit;
+    t.kind = kind;
+    t.duration_ns = duration;
+    t.recorded_start_ns = recorded_start;
+    return g.add_task(t);
+  }
+  void edge(TaskId from, TaskId to, EdgeType type, TimeNs delay) {
+    g.add_edge(from, to, {type, Timing::finish_to_start, delay, false});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("baseline pipeline simulates as designed", "[transform]") {
+  Pipeline p;
+  const auto r = simulate(p.g);
+  CHECK(r.start_ns[p.k1] == 2 * us);
+  CHECK(r.start_ns[p.k2] == 42 * us);  // waits for k1 (ends 42), launched at 13
+  CHECK(r.start_ns[p.c] == 62 * us);   // waits for k2
+  CHECK(r.makespan_ns == 67 * us);
+}
+
+TEST_CASE("select composes kind, name, unit, phase, iteration and predicates", "[transform]") {
+  Pipeline p;
+  p.g.task(p.k2).phase = Phase::backward;
+  p.g.task(p.k2).iteration = 3;
+  CHECK(p.g.select().size() == 5);
+  CHECK(p.g.select(TaskFilter().kind(TaskKind::kernel)).ids() == std::vector<TaskId>{p.k1, p.k2});
+  CHECK(p.g.select(TaskFilter().kind(TaskKind::kernel).name("gemm")).ids() == std::vector<TaskId>{p.k1});
+  CHECK(p.g.select(TaskFilter().kind(TaskKind::kernel).name_not("gemm")).ids() == std::vector<TaskId>{p.k2});
+  CHECK(p.g.select(TaskFilter().name("^a$").name("^c$")).ids() == std::vector<TaskId>{p.a, p.c});  // repeated = or
+  CHECK(p.g.select(TaskFilter().unit(p.cpu)).size() == 3);
+  CHECK(p.g.select(TaskFilter().unit_kind(UnitKind::gpu_stream)).size() == 2);
+  CHECK(p.g.select(TaskFilter().phase(Phase::backward)).ids() == std::vector<TaskId>{p.k2});
+  CHECK(p.g.select(TaskFilter().iteration(3)).ids() == std::vector<TaskId>{p.k2});
+  CHECK(p.g.select(TaskFilter().layer(".")).empty());  // no task has a layer
+  const auto long_tasks = p.g.select(TaskFilter().where([](const Graph& g, TaskId t) { return g.task(t).duration_ns > 15 * us; }));
+  CHECK(long_tasks.ids() == std::vector<TaskId>{p.k1, p.k2});
+  CHECK(long_tasks.filter(TaskFilter().name("relu")).ids() == std::vector<TaskId>{p.k2});
+  CHECK_THROWS_WITH(p.g.select(TaskFilter().name("(")), Catch::Contains("invalid name pattern '('"));
+}
+
+TEST_CASE("scale, shrink and set_duration change durations exactly; bad factors are refused", "[transform]") {
+  Pipeline p;
+  auto kernels = p.g.select(TaskFilter().kind(TaskKind::kernel));
+  kernels.scale(1.0 / 3);
+  CHECK(p.g.task(p.k1).duration_ns == 13333);  // 40000 / 3 rounded to the nearest ns
+  CHECK(p.g.task(p.k2).duration_ns == 6667);
+  kernels.shrink(7000);
+  CHECK(p.g.task(p.k1).duration_ns == 6333);
+  CHECK(p.g.task(p.k2).duration_ns == 0);  // never below zero
+  kernels.set_duration(1 * us);
+  CHECK(kernels.total_duration_ns() == 2 * us);
+  CHECK_THROWS_WITH(kernels.scale(std::nan("")), Catch::Contains("finite number >= 0"));
+  CHECK_THROWS_AS(kernels.scale(-1), Error);
+  CHECK_THROWS_AS(kernels.scale(INFINITY), Error);
+  CHECK_THROWS_WITH(kernels.set_duration(-5), Catch::Contains("negative duration"));
+  CHECK_THROWS_AS(kernels.shrink(-1), Error);
+  CHECK(p.g.task(p.k1).duration_ns == 1 * us);  // a refused change leaves durations as they were
+  const auto r = simulate(p.g);
+  CHECK(r.start_ns[p.c] == 22 * us);  // the GPU no longer holds c back
+}
+
+TEST_CASE("insert on a new communication channel between a kernel and a CPU task", "[transform]") {
+  Pipeline p;
+  const UnitId net = p.g.add_unit({UnitKind::comm_channel, "net", 0, 0});
+  NewTask allreduce;
+  allreduce.name = "allreduce";
+  allreduce.unit = net;
+  allreduce.duration_ns = 30 * us;
+  allreduce.after = {p.k1};
+  allreduce.before = {p.c};
+  const TaskId x = p.g.insert(allreduce);
+  CHECK(p.g.name(x) == "allreduce");
+  CHECK(p.g.task(x).kind == TaskKind::communication);
+  CHECK(edge_between(p.g, p.k1, x)->type == EdgeType::communication);
+  CHECK(edge_between(p.g, x, p.c)->type == EdgeType::communication);
+  CHECK(p.g.find_unit("net") == net);
+  const auto r = simulate(p.g);
+  CHECK(r.start_ns[x] == 42 * us);
+  CHECK(r.end_ns[x] == 72 * us);
+  CHECK(r.start_ns[p.c] == 72 * us);  // now waits for the all-reduce, not k2 (ends 62)
+  CHECK(r.makespan_ns == 77 * us);
+}
+
+TEST_CASE("insert into a chain on one unit splits the sequential edge", "[transform]") {
+  Pipeline p;
+  NewTask pause;
+  pause.name = "python overhead";
+  pause.kind = TaskKind::cpu;
+  pause.unit = p.cpu;
+  pause.duration_ns = 4 * us;
+  pause.after = {p.a};
+  pause.before = {p.b};
+  const TaskId x = p.g.insert(pause);
+  CHECK_FALSE(edge_between(p.g, p.a, p.b));
+  CHECK(edge_between(p.g, p.a, x)->type == EdgeType::cpu_sequential);
+  CHECK(edge_between(p.g, p.a, x)->delay_ns == 1 * us);  // a's gap goes first
+  CHECK(edge_between(p.g, x, p.b)->delay_ns == 0);
+  const auto r = simulate(p.g);
+  CHECK(r.start_ns[x] == 11 * us);
+  CHECK(r.start_ns[p.b] == 15 * us);
+}
+
+TEST_CASE("an insert that would close a cycle is refused and leaves the graph unchanged", "[transform]") {
+  Pipeline p;
+  const auto tasks = p.g.num_tasks(), edges = p.g.num_edges();
+  NewTask loop;
+  loop.name = "loop";
+  loop.unit = p.cpu;
+  loop.after = {p.c};
+  loop.before = {p.a};
+  CHECK_THROWS_WITH(p.g.insert(loop), Catch::Contains("cycle") && Catch::Contains("task 0 'a'") &&
+                                          Catch::Contains("task 2 'c'"));
+  CHECK(p.g.num_tasks() == tasks);
+  CHECK(p.g.num_edges() == edges);
+  CHECK_THROWS_WITH(p.g.connect(p.k2, p.a, {EdgeType::sync}), Catch::Contains("would create a cycle"));
+  p.g.connect(p.a, p.c, {EdgeType::cpu_sequential, Timing::finish_to_start, 50 * us, false});  // forward: fine
+  CHECK(simulate(p.g).start_ns[p.c] == 62 * us);
+}
+
+TEST_CASE("remove bridges every predecessor to every successor with the delays kept", "[transform]") {
+  // p1, p2 -> x -> s1, s2 on one unit-free layout (four units), then x removed.
+  Graph g;
+  std::vector<TaskId> t;
+  for (const char* name : {"p1", "p2", "x", "s1", "s2"}) {
+    const UnitId u = g.add_unit({UnitKind::cpu_thread, name, 1, static_cast<std::int64_t>(t.size())});
+    Task task;
+    task.name = g.intern(name);
+    task.unit = u;
+    task.duration_ns = 10 * us;
+    t.push_back(g.add_task(task));
+  }
+  const TaskId p1 = t[0], p2 = t[1], x = t[2], s1 = t[3], s2 = t[4];
+  g.task(p2).duration_ns = 30 * us;
+  g.add_edge(p1, x, {EdgeType::cross_thread, Timing::finish_to_start, 1 * us, false});
+  g.add_edge(p2, x, {EdgeType::cross_thread, Timing::start_to_start, 2 * us, false});
+  g.add_edge(x, s1, {EdgeType::cross_thread, Timing::finish_to_start, 3 * us, false});
+  g.add_edge(x, s2, {EdgeType::cross_thread, Timing::finish_to_start, 4 * us, true});
+  g.remove(x);
+  CHECK(g.removed(x));
+  CHECK(g.num_live_tasks() == 4);
+  CHECK(g.in_degree(x) == 0);
+  CHECK(g.out_degree(x) == 0);
+  CHECK(g.num_edges() == 4);
+  CHECK(edge_between(g, p1, s1)->delay_ns == 4 * us);
+  CHECK(edge_between(g, p1, s2)->delay_ns == 5 * us);
+  CHECK(edge_between(g, p1, s2)->inferred);
+  CHECK(edge_between(g, p2, s1)->timing == Timing::start_to_start);
+  CHECK(edge_between(g, p2, s1)->delay_ns == 5 * us);
+  const auto r = simulate(g);
+  CHECK(r.start_ns[x] == -1);
+  CHECK(r.start_ns[s1] == 14 * us);  // p1 ends 10 + 1 + 3; p2's start + 2 + 3 = 5 is earlier
+  CHECK(r.start_ns[s2] == 15 * us);
+  CHECK(g.task_counts()[static_cast<std::size_t>(TaskKind::cpu)] == 4);
+  CHECK(g.select().size() == 4);
+  CHECK_THROWS_WITH(g.remove(x), Catch::Contains("task 2 'x' was removed"));
+  CHECK_THROWS_WITH(g.connect(p1, x, {}), Catch::Contains("was removed"));
+  CHECK_THROWS_AS(g.remove(99), Error);
+}
+
+TEST_CASE("remove inside CPU and GPU chains keeps their gaps", "[transform]") {
+  Pipeline p;
+  p.g.remove(p.b);  // the CPU call launching k2
+  CHECK(edge_between(p.g, p.a, p.c)->type == EdgeType::cpu_sequential);
+  CHECK(edge_between(p.g, p.a, p.c)->delay_ns == 2 * us);
+  // b started 1 us after a ended and launched k2 2 us after its start: k2 >= a's end + 3 us.
+  CHECK(edge_between(p.g, p.a, p.k2)->timing == Timing::finish_to_start);
+  CHECK(edge_between(p.g, p.a, p.k2)->delay_ns == 3 * us);
+  p.g.remove(p.k1);  // bridges a -(launch, start + 2 us)-> k2
+  const auto r = simulate(p.g);
+  CHECK(r.start_ns[p.k2] == 13 * us);  // no longer behind k1 (ended 42), only behind its launch point
+  CHECK(r.start_ns[p.c] == 33 * us);   // waits for k2
+}
+
+TEST_CASE("FIFO and trace-order schedules order competing tasks differently", "[transform]") {
+  Graph g;
+  const UnitId cpu = g.add_unit({UnitKind::cpu_thread, "cpu", 1, 1});
+  const UnitId net = g.add_unit({UnitKind::comm_channel, "net", 0, 0});
+  auto add = [&](const char* name, UnitId unit, TimeNs duration, TimeNs recorded_start, TimeNs release) {
+    Task t;
+    t.name = g.intern(name);
+    t.unit = unit;
+    t.duration_ns = duration;
+    t.recorded_start_ns = recorded_start;
+    t.release_ns = release;
+    return g.add_task(t);
+  };
+  const TaskId blocker = add("blocker", net, 3 * us, 0, 0);
+  const TaskId early_ready = add("late in trace, ready at 1", net, 10 * us, 50 * us, 1 * us);
+  const TaskId late_ready = add("early in trace, ready at 2", net, 10 * us, 5 * us, 2 * us);
+  const TaskId consumer = add("consumer", cpu, 1 * us, 0, 0);
+  g.add_edge(early_ready, consumer, {EdgeType::communication});
+
+  const auto trace_order = simulate(g);
+  CHECK(trace_order.start_ns[late_ready] == 3 * us);
+  CHECK(trace_order.start_ns[early_ready] == 13 * us);
+  CHECK(trace_order.end_ns[consumer] == 24 * us);
+  const auto fifo = simulate(g, FifoPolicy{});
+  CHECK(fifo.start_ns[early_ready] == 3 * us);
+  CHECK(fifo.start_ns[late_ready] == 13 * us);
+  CHECK(fifo.end_ns[consumer] == 14 * us);
+  CHECK(fifo.start_ns[blocker] == 0);
+  const PrecomputedPolicy reversed({0, 2, 1, 0});
+  CHECK(simulate(g, reversed).start_ns[late_ready] == 3 * us);
+  CHECK_THROWS_WITH(simulate(g, PrecomputedPolicy({1.0})), Catch::Contains("no priority for task 1"));
+}
+
+TEST_CASE("copies are independent", "[transform]") {
+  Pipeline p;
+  Graph copy = p.g;
+  copy.select(TaskFilter().kind(TaskKind::kernel)).scale(0.5);
+  copy.remove(p.a);
+  CHECK(p.g.task(p.k1).duration_ns == 40 * us);
+  CHECK_FALSE(p.g.removed(p.a));
+  CHECK(simulate(p.g).makespan_ns == 67 * us);
+  CHECK(simulate(copy).makespan_ns < 67 * us);
+}
+
+TEST_CASE("phases and layers come from the ranges around a task", "[transform][layers]") {
+  Graph g = test::graph_of(test::KinetoJson()
+                               .annotation("ProfilerStep#1", 0, 300, 1)
+                               .annotation("block1", 5, 50, 1)
+                               .cpu_op("aten::conv2d", 10, 20, 1)
+                               .runtime("cudaLaunchKernel", 12, 5, 1, 1)
+                               .kernel("implicit_gemm", 20, 30, 1)
+                               .annotation("Optimizer.step#SGD.step", 200, 50, 1)
+                               .runtime("cudaLaunchKernel", 210, 5, 2, 1)
+                               .kernel("sgd_kernel", 220, 5, 2)
+                               .cpu_op("ConvolutionBackward0", 100, 50, 2)
+                               .str());
+  const TaskId gemm = task_named(g, "implicit_gemm"), sgd = task_named(g, "sgd_kernel");
+  CHECK(g.task(gemm).phase == Phase::forward);
+  CHECK(g.string(g.task(gemm).layer) == "block1");
+  CHECK(g.task(sgd).phase == Phase::update);
+  CHECK(g.task(sgd).layer == 0);
+  CHECK(g.task(task_named(g, "ConvolutionBackward0")).phase == Phase::backward);
+  // block1's two own pieces, conv2d's two, the launch call and its kernel.
+  CHECK(g.select(TaskFilter().layer("block")).size() == 6);
+
+  // A layer file overrides: conv2d becomes "features.0", phase forward; the GPU task follows its launch.
+  const auto path = std::filesystem::temp_directory_path() / "daydream_test_layers.json";
+  std::ofstream(path) << R"({"layers": [{"name": "features.0", "phase": "forward", "start_us": 10, "end_us": 30, "thread": 1},
+                                       {"name": "optimizer", "phase": "update", "start_us": 200, "end_us": 250, "thread": 1}]})";
+  CHECK(apply_layer_file(g, path) > 0);
+  CHECK(g.string(g.task(gemm).layer) == "features.0");
+  CHECK(g.string(g.task(sgd).layer) == "optimizer");
+  std::ofstream(path) << R"({"layers": [{"name": "x", "phase": "sideways", "start_us": 1, "end_us": 2, "thread": 1}]})";
+  CHECK_THROWS_WITH(apply_layer_file(g, path), Catch::Contains("field \"phase\"") && Catch::Contains("event #0"));
+  std::ofstream(path) << R"({"layers": [{"name": "x", "start_us": 5, "end_us": 2, "thread": 1}]})";
+  CHECK_THROWS_WITH(apply_layer_file(g, path), Catch::Contains("ends before it starts"));
+  std::filesystem::remove(path);
+  CHECK_THROWS_WITH(apply_layer_file(g, path), Catch::Contains("no such file"));
+}
