@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "daydream/trace.hpp"
@@ -141,6 +142,12 @@ struct GraphOptions {
 };
 
 struct GraphStorage;  // the Boost.Graph adjacency list, private to lib/graph
+
+/// Transparent hash for string interning (lookups by string_view).
+struct StringIndexHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
 class TaskFilter;     // transform.hpp
 class TaskSet;        // transform.hpp
 struct NewTask;       // transform.hpp
@@ -232,7 +239,17 @@ class Graph {
   [[noreturn]] void refuse_cycle(std::string_view what, const std::vector<TaskId>& path, std::string_view closing) const;
   void link_inserted(TaskId id, const NewTask& spec);
 
-  std::unique_ptr<GraphStorage> storage_;
+  /// Shared between copies until one of them changes the structure (copy-on-write): a what-if
+  /// that only changes durations copies the task table, not the edges.
+  GraphStorage& structure();              // unshared, for changes
+  const GraphStorage& structure() const;  // shared, for reading
+  std::shared_ptr<GraphStorage> storage_;
+  std::vector<Task> tasks_;
+  std::unordered_map<std::string, std::uint32_t, StringIndexHash, std::equal_to<>> string_index_;
+  /// A topological rank per task while valid (see lib/transform/edit.cpp); not shared.
+  mutable std::vector<double> rank_;
+  mutable double next_rank_ = 0;
+  mutable bool rank_valid_ = false;
   std::vector<Unit> units_;
   std::vector<std::string> strings_;
   std::vector<Iteration> iterations_;

@@ -59,29 +59,21 @@ std::string_view to_string(Phase phase) {
   return "?";
 }
 
-Graph::Graph() : storage_(std::make_unique<GraphStorage>()) {
+Graph::Graph() : storage_(std::make_shared<GraphStorage>()) {
   strings_.emplace_back();
-  storage_->string_index.emplace(std::string(), 0);
+  string_index_.emplace(std::string(), 0);
 }
 Graph::~Graph() = default;
 Graph::Graph(Graph&&) noexcept = default;
 Graph& Graph::operator=(Graph&&) noexcept = default;
+Graph::Graph(const Graph&) = default;
+Graph& Graph::operator=(const Graph&) = default;
 
-Graph::Graph(const Graph& other)
-    : origin_ns(other.origin_ns),
-      source_path(other.source_path),
-      storage_(std::make_unique<GraphStorage>(*other.storage_)),
-      units_(other.units_),
-      strings_(other.strings_),
-      iterations_(other.iterations_),
-      calibration_(other.calibration_),
-      report_(other.report_),
-      removed_count_(other.removed_count_) {}
-
-Graph& Graph::operator=(const Graph& other) {
-  if (this != &other) *this = Graph(other);
-  return *this;
+GraphStorage& Graph::structure() {
+  if (storage_.use_count() > 1) storage_ = std::make_shared<GraphStorage>(*storage_);
+  return *storage_;
 }
+const GraphStorage& Graph::structure() const { return *storage_; }
 
 UnitId Graph::add_unit(Unit unit) {
   units_.push_back(std::move(unit));
@@ -90,8 +82,9 @@ UnitId Graph::add_unit(Unit unit) {
 
 TaskId Graph::add_task(Task task) {
   if (task.unit >= units_.size()) throw Error(fmt::format("add_task: unknown unit {}", task.unit));
-  const auto id = static_cast<TaskId>(boost::add_vertex(std::move(task), storage_->adjacency));
-  if (storage_->rank_valid) storage_->rank.push_back(storage_->next_rank++);
+  const auto id = static_cast<TaskId>(boost::add_vertex(structure().adjacency));
+  tasks_.push_back(task);
+  if (rank_valid_) rank_.push_back(next_rank_++);
   return id;
 }
 
@@ -101,52 +94,54 @@ void Graph::add_edge(TaskId from, TaskId to, Edge edge) {
   if (from == to) throw Error(fmt::format("add_edge: task {} '{}' cannot depend on itself", from, name(from)));
   for (TaskId t : {from, to})
     if (task(t).removed) throw Error(fmt::format("add_edge: task {} '{}' was removed", t, name(t)));
-  boost::add_edge(from, to, edge, storage_->adjacency);
-  storage_->rank_valid = false;
+  boost::add_edge(from, to, edge, structure().adjacency);
+  rank_valid_ = false;
 }
 
 std::uint32_t Graph::intern(std::string_view text) {
-  auto& index = storage_->string_index;
-  if (auto it = index.find(text); it != index.end()) return it->second;
+  if (auto it = string_index_.find(text); it != string_index_.end()) return it->second;
   const auto id = static_cast<std::uint32_t>(strings_.size());
   strings_.emplace_back(text);
-  index.emplace(std::string(text), id);
+  string_index_.emplace(std::string(text), id);
   return id;
 }
 
-std::size_t Graph::num_tasks() const { return boost::num_vertices(storage_->adjacency); }
-std::size_t Graph::num_edges() const { return boost::num_edges(storage_->adjacency); }
+std::size_t Graph::num_tasks() const { return tasks_.size(); }
+std::size_t Graph::num_edges() const { return boost::num_edges(structure().adjacency); }
 
-const Task& Graph::task(TaskId id) const { return storage_->adjacency[id]; }
-Task& Graph::task(TaskId id) { return storage_->adjacency[id]; }
+const Task& Graph::task(TaskId id) const { return tasks_[id]; }
+Task& Graph::task(TaskId id) { return tasks_[id]; }
 
 std::vector<Graph::Neighbor> Graph::successors(TaskId id) const {
   std::vector<Neighbor> out;
-  for (auto e : boost::make_iterator_range(boost::out_edges(id, storage_->adjacency)))
-    out.push_back({static_cast<TaskId>(boost::target(e, storage_->adjacency)), storage_->adjacency[e]});
+  const auto& g = structure().adjacency;
+  for (auto e : boost::make_iterator_range(boost::out_edges(id, g)))
+    out.push_back({static_cast<TaskId>(boost::target(e, g)), g[e]});
   return out;
 }
 
 std::vector<Graph::Neighbor> Graph::predecessors(TaskId id) const {
   std::vector<Neighbor> out;
-  for (auto e : boost::make_iterator_range(boost::in_edges(id, storage_->adjacency)))
-    out.push_back({static_cast<TaskId>(boost::source(e, storage_->adjacency)), storage_->adjacency[e]});
+  const auto& g = structure().adjacency;
+  for (auto e : boost::make_iterator_range(boost::in_edges(id, g)))
+    out.push_back({static_cast<TaskId>(boost::source(e, g)), g[e]});
   return out;
 }
 
 Edge& Graph::edge(TaskId from, TaskId to) {
-  auto [e, found] = boost::edge(from, to, storage_->adjacency);
+  auto& g = structure().adjacency;
+  auto [e, found] = boost::edge(from, to, g);
   if (!found) throw Error(fmt::format("no edge {} -> {}", from, to));
-  return storage_->adjacency[e];
+  return g[e];
 }
 
-std::size_t Graph::in_degree(TaskId id) const { return boost::in_degree(id, storage_->adjacency); }
-std::size_t Graph::out_degree(TaskId id) const { return boost::out_degree(id, storage_->adjacency); }
+std::size_t Graph::in_degree(TaskId id) const { return boost::in_degree(id, structure().adjacency); }
+std::size_t Graph::out_degree(TaskId id) const { return boost::out_degree(id, structure().adjacency); }
 
 std::vector<Graph::EdgeRecord> Graph::edges() const {
   std::vector<EdgeRecord> out;
   out.reserve(num_edges());
-  const auto& g = storage_->adjacency;
+  const auto& g = structure().adjacency;
   for (TaskId v = 0; v < num_tasks(); ++v)
     for (auto e : boost::make_iterator_range(boost::out_edges(v, g)))
       out.push_back({v, static_cast<TaskId>(boost::target(e, g)), g[e]});
@@ -155,7 +150,7 @@ std::vector<Graph::EdgeRecord> Graph::edges() const {
 
 std::array<std::int64_t, kEdgeTypeCount> Graph::edge_counts() const {
   std::array<std::int64_t, kEdgeTypeCount> counts{};
-  const auto& g = storage_->adjacency;
+  const auto& g = structure().adjacency;
   for (auto e : boost::make_iterator_range(boost::edges(g))) ++counts[static_cast<std::size_t>(g[e].type)];
   return counts;
 }
@@ -192,7 +187,7 @@ std::vector<TaskId> Graph::find_cycle() const {
     CycleFinder finder;
     finder.parent = &parent;
     finder.found_edge = &back;
-    boost::depth_first_search(storage_->adjacency, boost::visitor(finder));
+    boost::depth_first_search(structure().adjacency, boost::visitor(finder));
     return {};
   } catch (const CycleFinder::Found&) {
   }
@@ -207,7 +202,7 @@ std::vector<TaskId> Graph::topological_order() const {
   std::vector<TaskId> reversed;
   reversed.reserve(num_tasks());
   try {
-    boost::topological_sort(storage_->adjacency, std::back_inserter(reversed));
+    boost::topological_sort(structure().adjacency, std::back_inserter(reversed));
   } catch (const boost::not_a_dag&) {
     const auto cycle = find_cycle();
     std::string names;

@@ -56,20 +56,20 @@ void Graph::check_live(TaskId id, std::string_view what) const {
 }
 
 void Graph::ensure_ranks() const {
-  auto& s = *storage_;
-  if (s.rank_valid) return;
+  if (rank_valid_) return;
   const auto order = topological_order();
-  s.rank.assign(num_tasks(), 0.0);
-  for (std::size_t i = 0; i < order.size(); ++i) s.rank[order[i]] = static_cast<double>(i);
-  s.next_rank = static_cast<double>(order.size());
-  s.rank_valid = true;
+  rank_.assign(num_tasks(), 0.0);
+  for (std::size_t i = 0; i < order.size(); ++i) rank_[order[i]] = static_cast<double>(i);
+  next_rank_ = static_cast<double>(order.size());
+  rank_valid_ = true;
 }
 
 // A path from any of `sources` to any of `targets`, or empty. Only tasks ranked at most the
 // highest target rank can lie on such a path.
 std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets) const {
   ensure_ranks();
-  const auto& rank = storage_->rank;
+  const auto& rank = rank_;
+  const auto& g = structure().adjacency;
   double limit = -std::numeric_limits<double>::infinity();
   for (TaskId t : targets) limit = std::max(limit, rank[t]);
   std::vector<TaskId> parent(num_tasks(), kNoTask), stack;
@@ -86,8 +86,8 @@ std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, cons
       std::reverse(path.begin(), path.end());
       return path;
     }
-    for (auto e : boost::make_iterator_range(boost::out_edges(v, storage_->adjacency))) {
-      const auto w = static_cast<TaskId>(boost::target(e, storage_->adjacency));
+    for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      const auto w = static_cast<TaskId>(boost::target(e, g));
       if (seen[w] || rank[w] > limit) continue;
       seen[w] = 1, parent[w] = v, stack.push_back(w);
     }
@@ -106,26 +106,27 @@ void Graph::connect(TaskId from, TaskId to, Edge edge) {
   check_live(to, "connect");
   if (from == to) throw Error(fmt::format("connect: {} cannot depend on itself", describe(*this, from)));
   ensure_ranks();
-  const bool ordered = storage_->rank[from] < storage_->rank[to];
+  const bool ordered = rank_[from] < rank_[to];
   if (!ordered) {
     const auto path = path_between({to}, {from});
     if (!path.empty()) refuse_cycle("connect", path, describe(*this, to));
   }
-  boost::add_edge(from, to, edge, storage_->adjacency);
-  if (!ordered) storage_->rank_valid = false;
+  boost::add_edge(from, to, edge, structure().adjacency);
+  if (!ordered) rank_valid_ = false;
 }
 
 void Graph::remove(TaskId id) {
   check_live(id, "remove");
   const auto preds = predecessors(id);
   const auto succs = successors(id);
-  boost::clear_vertex(id, storage_->adjacency);
+  auto& g = structure().adjacency;
+  boost::clear_vertex(id, g);
   for (const auto& p : preds) {
     for (const auto& s : succs) {
       if (p.task == s.task) continue;
       Edge bridge{bridged_type(p.edge.type, s.edge.type), p.edge.timing, p.edge.delay_ns + s.edge.delay_ns,
                   p.edge.inferred || s.edge.inferred};
-      boost::add_edge(p.task, s.task, bridge, storage_->adjacency);  // keeps every rank valid
+      boost::add_edge(p.task, s.task, bridge, g);  // keeps every rank valid
     }
   }
   task(id).removed = true;
@@ -158,7 +159,7 @@ TaskId Graph::insert(const NewTask& spec) {
 }
 
 void Graph::link_inserted(TaskId id, const NewTask& spec) {
-  auto& g = storage_->adjacency;
+  auto& g = structure().adjacency;
   TimeNs after_delay = spec.after_delay_ns;
   // Inserting into a chain on one unit: a -> b becomes a -> new -> b (a's gap goes first).
   if (spec.after.size() == 1 && spec.before.size() == 1) {
@@ -169,18 +170,18 @@ void Graph::link_inserted(TaskId id, const NewTask& spec) {
       boost::remove_edge(e, g);
     }
   }
-  double low = -1, high = storage_->next_rank;
+  double low = -1, high = next_rank_;
   for (TaskId a : spec.after) {
     boost::add_edge(a, id, Edge{spec.after_type.value_or(infer_edge_type(*this, a, id)), Timing::finish_to_start, after_delay, false}, g);
-    low = std::max(low, storage_->rank[a]);
+    low = std::max(low, rank_[a]);
   }
   for (TaskId b : spec.before) {
     boost::add_edge(id, b, Edge{spec.before_type.value_or(infer_edge_type(*this, id, b)), Timing::finish_to_start, spec.before_delay_ns, false}, g);
-    high = std::min(high, storage_->rank[b]);
+    high = std::min(high, rank_[b]);
   }
   const double mid = (low + high) / 2;
-  if (low < mid && mid < high) storage_->rank[id] = mid;
-  else storage_->rank_valid = false;  // no room between: recomputed on the next check
+  if (rank_valid_ && low < mid && mid < high) rank_[id] = mid;
+  else rank_valid_ = false;  // no room between: recomputed on the next check
 }
 
 }  // namespace daydream

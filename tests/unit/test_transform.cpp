@@ -256,6 +256,12 @@ TEST_CASE("copies are independent", "[transform]") {
   CHECK_FALSE(p.g.removed(p.a));
   CHECK(simulate(p.g).makespan_ns == 67 * us);
   CHECK(simulate(copy).makespan_ns < 67 * us);
+  // The structure is shared until changed, in either direction.
+  Graph second = p.g;
+  p.g.remove(p.c);
+  CHECK_FALSE(second.removed(p.c));
+  CHECK(second.num_edges() == 6);
+  CHECK(simulate(second).makespan_ns == 67 * us);
 }
 
 TEST_CASE("phases and layers come from the ranges around a task", "[transform][layers]") {
