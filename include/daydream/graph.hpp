@@ -143,6 +143,17 @@ struct GraphOptions {
 
 struct GraphStorage;  // the Boost.Graph adjacency list, private to lib/graph
 
+/// The edges in compressed sparse-row form, for engines that sweep them many times: the
+/// successors of task t are entries [first[t], first[t + 1]). Computed once per edge structure
+/// and shared by graph copies that have not changed it.
+struct EdgeTable {
+  std::vector<std::uint32_t> first;        ///< size num_tasks + 1
+  std::vector<TaskId> target;
+  std::vector<TimeNs> delay_ns;
+  std::vector<std::uint8_t> start_to_start;
+  std::vector<std::uint32_t> in_degree;    ///< per task
+};
+
 /// Transparent hash for string interning (lookups by string_view).
 struct StringIndexHash {
   using is_transparent = void;
@@ -214,6 +225,8 @@ class Graph {
   /// Every edge, ordered by source task then insertion order.
   std::vector<EdgeRecord> edges() const;
   std::array<std::int64_t, kEdgeTypeCount> edge_counts() const;
+  /// The edges as flat arrays (see EdgeTable); thread-safe, cached until the structure changes.
+  std::shared_ptr<const EdgeTable> edge_table() const;
   std::array<std::int64_t, kTaskKindCount> task_counts() const;
 
   /// Tasks in a topological order (ties by id). Throws Error naming a cycle if there is one.

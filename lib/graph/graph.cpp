@@ -71,7 +71,31 @@ Graph& Graph::operator=(const Graph&) = default;
 
 GraphStorage& Graph::structure() {
   if (storage_.use_count() > 1) storage_ = std::make_shared<GraphStorage>(*storage_);
+  storage_->table.reset();  // the caller may change edges
   return *storage_;
+}
+
+std::shared_ptr<const EdgeTable> Graph::edge_table() const {
+  std::lock_guard lock(storage_->table_mutex);
+  if (storage_->table) return storage_->table;
+  const auto& g = structure().adjacency;
+  auto table = std::make_shared<EdgeTable>();
+  const auto n = num_tasks();
+  table->first.assign(n + 1, 0);
+  table->in_degree.assign(n, 0);
+  table->target.reserve(boost::num_edges(g));
+  for (TaskId v = 0; v < n; ++v) {
+    for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      const auto w = static_cast<TaskId>(boost::target(e, g));
+      table->target.push_back(w);
+      table->delay_ns.push_back(g[e].delay_ns);
+      table->start_to_start.push_back(g[e].timing == Timing::start_to_start ? 1 : 0);
+      ++table->in_degree[w];
+    }
+    table->first[v + 1] = static_cast<std::uint32_t>(table->target.size());
+  }
+  storage_->table = table;
+  return table;
 }
 const GraphStorage& Graph::structure() const { return *storage_; }
 

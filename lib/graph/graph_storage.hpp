@@ -6,6 +6,9 @@
 
 #include <boost/graph/adjacency_list.hpp>
 
+#include <memory>
+#include <mutex>
+
 #include "daydream/graph.hpp"
 
 namespace daydream {
@@ -13,6 +16,12 @@ namespace daydream {
 struct GraphStorage {
   using Adjacency = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property, Edge>;
   Adjacency adjacency;
+  /// Cache of Graph::edge_table(); dropped whenever the structure is handed out for changes.
+  std::mutex table_mutex;
+  std::shared_ptr<const EdgeTable> table;
+
+  GraphStorage() = default;
+  GraphStorage(const GraphStorage& other) : adjacency(other.adjacency) {}
 };
 
 }  // namespace daydream

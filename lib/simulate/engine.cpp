@@ -19,20 +19,18 @@ namespace {
 
 constexpr TimeNs kUnset = std::numeric_limits<TimeNs>::min();
 
-struct Successor {
-  TaskId task;
-  TimeNs delay_ns;
-  bool start_to_start;
-};
+[[noreturn]] void throw_negative_delay(const Graph& graph, const EdgeTable& edges, std::size_t index) {
+  const auto from = static_cast<TaskId>(std::upper_bound(edges.first.begin(), edges.first.end(), index) - edges.first.begin() - 1);
+  throw Error(fmt::format("edge {} '{}' -> {} '{}': negative delay {} ns", from, graph.name(from), edges.target[index],
+                          graph.name(edges.target[index]), edges.delay_ns[index]));
+}
 
 struct CompiledGraph {
   std::vector<TimeNs> duration, release;
   std::vector<UnitId> unit;
-  std::vector<std::uint32_t> in_degree;
-  std::vector<std::uint32_t> first_successor;  // CSR offsets, size n + 1
-  std::vector<Successor> successors;
   std::vector<double> priority;
   std::vector<std::uint8_t> removed;
+  std::shared_ptr<const EdgeTable> edges;  // shared by graph copies with the same structure
   bool by_ready_time = false;
 };
 
@@ -43,32 +41,22 @@ CompiledGraph compile(const Graph& graph, const SchedulePolicy& policy) {
   c.release.resize(n);
   c.unit.resize(n);
   c.priority.resize(n);
-  c.in_degree.assign(n, 0);
   c.removed.assign(n, 0);
   c.by_ready_time = policy.by_ready_time();
   for (TaskId t = 0; t < n; ++t) {
     const Task& task = graph.task(t);
-    c.removed[t] = task.removed ? 1 : 0;
     if (task.duration_ns < 0)
       throw Error(fmt::format("task {} '{}': negative duration {} ns", t, graph.name(t), task.duration_ns));
+    c.removed[t] = task.removed ? 1 : 0;
     c.duration[t] = task.duration_ns;
     c.release[t] = task.release_ns;
     c.unit[t] = task.unit;
     c.priority[t] = policy.priority(graph, t);
   }
-  const auto edges = graph.edges();
-  c.first_successor.assign(n + 1, 0);
-  c.successors.reserve(edges.size());
-  for (const auto& e : edges) {
-    if (e.edge.delay_ns < 0)
-      throw Error(fmt::format("edge {} -> {} ({}): negative delay {} ns", e.from, e.to, to_string(e.edge.type),
-                              e.edge.delay_ns));
-    ++c.first_successor[e.from + 1];
-    ++c.in_degree[e.to];
-    c.successors.push_back({e.to, e.edge.delay_ns, e.edge.timing == Timing::start_to_start});
-  }
-  for (std::size_t i = 1; i <= n; ++i) c.first_successor[i] += c.first_successor[i - 1];
-  return c;  // edges() lists edges by source, so successors are already in CSR order
+  c.edges = graph.edge_table();
+  for (std::size_t i = 0; i < c.edges->delay_ns.size(); ++i)
+    if (c.edges->delay_ns[i] < 0) throw_negative_delay(graph, *c.edges, i);
+  return c;
 }
 
 enum class EventType : std::uint8_t { task_end = 0, task_ready = 1 };
@@ -104,7 +92,7 @@ class Engine {
     r_.binding.assign(n_, kNoTask);
     r_.cause.assign(n_, StartCause::release);
     r_.units.assign(graph.units().size(), UnitUsage{});
-    remaining_ = c_.in_degree;
+    remaining_ = c_.edges->in_degree;
     ready_at_.assign(n_, kUnset);
   }
 
@@ -185,15 +173,16 @@ class Engine {
   }
 
   void release_successors(TaskId t, TimeNs now, bool at_start) {
-    for (auto i = c_.first_successor[t]; i < c_.first_successor[t + 1]; ++i) {
-      const Successor& s = c_.successors[i];
-      if (s.start_to_start != at_start) continue;
-      const TimeNs time = now + s.delay_ns;
-      if (time > ready_at_[s.task]) {
-        ready_at_[s.task] = time;
-        r_.binding[s.task] = t;
+    const EdgeTable& e = *c_.edges;
+    for (auto i = e.first[t]; i < e.first[t + 1]; ++i) {
+      if ((e.start_to_start[i] != 0) != at_start) continue;
+      const TaskId next = e.target[i];
+      const TimeNs time = now + e.delay_ns[i];
+      if (time > ready_at_[next]) {
+        ready_at_[next] = time;
+        r_.binding[next] = t;
       }
-      if (--remaining_[s.task] == 0) push(ready_at_[s.task], s.task, EventType::task_ready);
+      if (--remaining_[next] == 0) push(ready_at_[next], next, EventType::task_ready);
     }
   }
 
