@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "daydream/error.hpp"
 #include "daydream/transform.hpp"
@@ -65,31 +67,31 @@ void Graph::ensure_ranks() const {
 }
 
 // A path from any of `sources` to any of `targets`, or empty. Only tasks ranked at most the
-// highest target rank can lie on such a path.
+// highest target rank can lie on such a path, so when every source ranks above that, the answer
+// is immediate; otherwise the search's bookkeeping is proportional to the tasks it visits.
 std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets) const {
   ensure_ranks();
-  const auto& rank = rank_;
-  const auto& g = structure().adjacency;
   double limit = -std::numeric_limits<double>::infinity();
-  for (TaskId t : targets) limit = std::max(limit, rank[t]);
-  std::vector<TaskId> parent(num_tasks(), kNoTask), stack;
-  std::vector<std::uint8_t> seen(num_tasks(), 0), target(num_tasks(), 0);
-  for (TaskId t : targets) target[t] = 1;
+  for (TaskId t : targets) limit = std::max(limit, rank_[t]);
+  std::vector<TaskId> stack;
+  std::unordered_map<TaskId, TaskId> parent;  // visited task -> the task it was reached from
   for (TaskId s : sources)
-    if (!seen[s] && rank[s] <= limit) seen[s] = 1, stack.push_back(s);
+    if (rank_[s] <= limit && parent.emplace(s, kNoTask).second) stack.push_back(s);
+  if (stack.empty()) return {};
+  const std::unordered_set<TaskId> target(targets.begin(), targets.end());
+  const auto& g = structure().adjacency;
   while (!stack.empty()) {
     const TaskId v = stack.back();
     stack.pop_back();
-    if (target[v]) {
+    if (target.count(v)) {
       std::vector<TaskId> path;
-      for (TaskId t = v; t != kNoTask; t = parent[t]) path.push_back(t);
+      for (TaskId t = v; t != kNoTask; t = parent.at(t)) path.push_back(t);
       std::reverse(path.begin(), path.end());
       return path;
     }
     for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
       const auto w = static_cast<TaskId>(boost::target(e, g));
-      if (seen[w] || rank[w] > limit) continue;
-      seen[w] = 1, parent[w] = v, stack.push_back(w);
+      if (rank_[w] <= limit && parent.emplace(w, v).second) stack.push_back(w);
     }
   }
   return {};
