@@ -7,8 +7,8 @@
 /// @code
 ///   // Automatic mixed precision, as the Daydream paper models it.
 ///   daydream::Graph amp = graph;  // what-ifs work on copies
-///   amp.select(daydream::TaskFilter().kind(daydream::TaskKind::kernel).name("gemm|wgrad|conv")).scale(1.0 / 3);
-///   amp.select(daydream::TaskFilter().kind(daydream::TaskKind::kernel).name_not("gemm|wgrad|conv")).scale(0.5);
+///   amp.select(daydream::TaskFilter().kind(daydream::TaskKind::kernel).name("(?i)gemm|wgrad|conv")).scale(1.0 / 3);
+///   amp.select(daydream::TaskFilter().kind(daydream::TaskKind::kernel).name_not("(?i)gemm|wgrad|conv")).scale(0.5);
 ///   auto result = daydream::simulate(amp);
 /// @endcode
 ///
@@ -29,7 +29,8 @@ namespace daydream {
 
 /// Which tasks to select. Each criterion narrows the selection (AND); repeating a criterion
 /// widens it (`kind(kernel).kind(memcpy)` = kernels or copies). No criterion selects every task.
-/// Name patterns are ECMAScript regular expressions searched anywhere in the name.
+/// Name patterns are ECMAScript regular expressions searched anywhere in the name; a leading
+/// "(?i)" makes one case-insensitive.
 class TaskFilter {
  public:
   TaskFilter& kind(TaskKind kind);
@@ -56,6 +57,10 @@ class TaskFilter {
   std::vector<std::int32_t> iterations_;
   std::vector<std::function<bool(const Graph&, TaskId)>> predicates_;
 };
+
+/// Throws Error when `pattern` is not a valid TaskFilter pattern (ECMAScript regex, optionally
+/// prefixed by "(?i)"); `what` names it in the message ("name", "layer", ...).
+void check_pattern(const std::string& pattern, std::string_view what = "name");
 
 /// A set of tasks of one graph (ids in increasing order), changed in bulk.
 class TaskSet {

@@ -32,17 +32,27 @@ template <class T> bool allowed(const std::vector<T>& set, const T& value) {
   return set.empty() || std::find(set.begin(), set.end(), value) != set.end();
 }
 
+// ECMAScript syntax; a leading "(?i)" (as in Python's re) makes the pattern case-insensitive.
 std::vector<std::regex> compile(const std::vector<std::string>& patterns, std::string_view what) {
   std::vector<std::regex> out;
   for (const auto& p : patterns) {
+    const bool ignore_case = p.rfind("(?i)", 0) == 0;
+    auto flags = std::regex::ECMAScript | std::regex::optimize;
+    if (ignore_case) flags |= std::regex::icase;
     try {
-      out.emplace_back(p, std::regex::ECMAScript | std::regex::optimize);
+      out.emplace_back(ignore_case ? p.substr(4) : p, flags);
     } catch (const std::regex_error& e) {
       throw Error(fmt::format("invalid {} pattern '{}': {}", what, p, e.what()));
     }
   }
   return out;
 }
+
+}  // namespace
+
+void check_pattern(const std::string& pattern, std::string_view what) { compile({pattern}, what); }
+
+namespace {
 
 /// Caches "does string #i match any of these patterns" per interned string.
 class PatternCache {

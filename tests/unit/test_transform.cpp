@@ -78,7 +78,10 @@ TEST_CASE("select composes kind, name, unit, phase, iteration and predicates", "
   const auto long_tasks = p.g.select(TaskFilter().where([](const Graph& g, TaskId t) { return g.task(t).duration_ns > 15 * us; }));
   CHECK(long_tasks.ids() == std::vector<TaskId>{p.k1, p.k2});
   CHECK(long_tasks.filter(TaskFilter().name("relu")).ids() == std::vector<TaskId>{p.k2});
+  CHECK(p.g.select(TaskFilter().name("(?i)SGEMM")).ids() == std::vector<TaskId>{p.k1});  // (?i): ignore case
+  CHECK(p.g.select(TaskFilter().name("SGEMM")).empty());
   CHECK_THROWS_WITH(p.g.select(TaskFilter().name("(")), Catch::Contains("invalid name pattern '('"));
+  CHECK_THROWS_WITH(check_pattern("(?i)(", "layer"), Catch::Contains("invalid layer pattern"));
 }
 
 TEST_CASE("scale, shrink and set_duration change durations exactly; bad factors are refused", "[transform]") {

@@ -1,0 +1,44 @@
+"""daydream: what-if analysis of deep-learning training performance from one profile.
+
+Load a PyTorch profiler (Kineto) trace into a task dependency graph, change a copy of the graph
+the way an optimization would, and simulate it to predict the new iteration time::
+
+    import daydream
+
+    graph = daydream.load("trace.json.gz")
+    faster = graph.copy()
+    faster.select(kind="kernel").scale(0.5)          # GPU kernels twice as fast
+    print(graph.simulate().iteration_times_ms, faster.simulate().iteration_times_ms)
+
+See docs/python.md for the whole API.
+"""
+
+from ._core import (
+    EDGE_TYPES,
+    PHASES,
+    TASK_KINDS,
+    UNIT_KINDS,
+    Error,
+    Graph,
+    Result,
+    Task,
+    TaskSet,
+    __version__,
+    load,
+)
+
+Error.__module__ = "daydream"
+
+__all__ = [
+    "EDGE_TYPES",
+    "PHASES",
+    "TASK_KINDS",
+    "UNIT_KINDS",
+    "Error",
+    "Graph",
+    "Result",
+    "Task",
+    "TaskSet",
+    "__version__",
+    "load",
+]

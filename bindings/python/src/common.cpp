@@ -1,0 +1,124 @@
+// Conversions between Python values and daydream's enums, ids and durations.
+#include <pybind11/stl.h>
+
+#include <array>
+#include <cmath>
+#include <string>
+
+#include "common.hpp"
+#include "daydream/transform.hpp"
+
+namespace daydream::python {
+namespace {
+
+template <typename Enum>
+std::vector<std::string> names_of(std::size_t count) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < count; ++i) names.emplace_back(to_string(static_cast<Enum>(i)));
+  return names;
+}
+
+template <typename Enum>
+Enum parse_enum(const std::string& text, const std::vector<std::string>& names, const char* what) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == text) return static_cast<Enum>(i);
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + ("\"" + n + "\"");
+  throw py::value_error("unknown " + std::string(what) + " \"" + text + "\" (expected one of " + list + ")");
+}
+
+}  // namespace
+
+std::vector<std::string> task_kind_names() { return names_of<TaskKind>(kTaskKindCount); }
+std::vector<std::string> edge_type_names() { return names_of<EdgeType>(kEdgeTypeCount); }
+std::vector<std::string> unit_kind_names() { return names_of<UnitKind>(3); }
+std::vector<std::string> phase_names() {
+  // Phase order in Python: the phases of an iteration first, unknown last.
+  return {"forward", "backward", "update", "unknown"};
+}
+
+TaskKind parse_task_kind(const std::string& text) { return parse_enum<TaskKind>(text, task_kind_names(), "task kind"); }
+EdgeType parse_edge_type(const std::string& text) { return parse_enum<EdgeType>(text, edge_type_names(), "edge type"); }
+UnitKind parse_unit_kind(const std::string& text) { return parse_enum<UnitKind>(text, unit_kind_names(), "unit kind"); }
+Phase parse_phase(const std::string& text) {
+  return parse_enum<Phase>(text, names_of<Phase>(4), "phase");  // enum order: unknown, forward, ...
+}
+
+TaskId task_id_in(const GraphBox& box, py::handle handle) {
+  if (py::isinstance<TaskRef>(handle)) {
+    const auto& ref = handle.cast<const TaskRef&>();
+    if (ref.box.get() != &box)
+      throw py::value_error("task " + std::to_string(ref.id) + " '" + std::string(ref.box->graph.name(ref.id)) +
+                            "' belongs to another graph");
+    return ref.id;
+  }
+  if (py::isinstance<py::int_>(handle) && !py::isinstance<py::bool_>(handle)) {
+    const auto id = handle.cast<long long>();
+    if (id < 0 || static_cast<unsigned long long>(id) >= box.graph.num_tasks())
+      throw py::index_error("task id " + std::to_string(id) + " out of range (the graph has " +
+                            std::to_string(box.graph.num_tasks()) + " tasks)");
+    return static_cast<TaskId>(id);
+  }
+  throw py::type_error("expected a daydream.Task or an int task id, got " +
+                       std::string(py::str(py::type::of(handle).attr("__name__"))));
+}
+
+std::vector<TaskId> task_ids_in(const GraphBox& box, py::handle handle) {
+  if (handle.is_none()) return {};
+  if (py::isinstance<TaskRef>(handle) || py::isinstance<py::int_>(handle)) return {task_id_in(box, handle)};
+  if (py::isinstance<TaskSetRef>(handle)) {
+    const auto& set = handle.cast<const TaskSetRef&>();
+    if (set.box.get() != &box) throw py::value_error("the task set belongs to another graph");
+    return set.ids;
+  }
+  if (py::isinstance<py::str>(handle)) throw py::type_error("expected tasks, got a str");
+  std::vector<TaskId> ids;
+  for (py::handle item : py::iter(handle)) ids.push_back(task_id_in(box, item));
+  return ids;
+}
+
+UnitId unit_id_in(const GraphBox& box, py::handle handle) {
+  const auto& units = box.graph.units();
+  if (py::isinstance<py::str>(handle)) {
+    const auto name = handle.cast<std::string>();
+    if (auto id = box.graph.find_unit(name)) return *id;
+    throw py::value_error("no unit named \"" + name + "\" (see Graph.units)");
+  }
+  if (py::isinstance<py::int_>(handle) && !py::isinstance<py::bool_>(handle)) {
+    const auto id = handle.cast<long long>();
+    if (id < 0 || static_cast<unsigned long long>(id) >= units.size())
+      throw py::value_error("no unit with id " + std::to_string(id) + " (the graph has " +
+                            std::to_string(units.size()) + " units)");
+    return static_cast<UnitId>(id);
+  }
+  throw py::type_error("a unit is a unit name (str) or a unit id (int)");
+}
+
+TimeNs non_negative_ns(py::handle value, const char* what) {
+  if (py::isinstance<py::bool_>(value) || !py::isinstance<py::int_>(value)) {
+    // Accept integral floats (1e6) but nothing fractional, infinite or NaN.
+    if (py::isinstance<py::float_>(value)) {
+      const double v = value.cast<double>();
+      if (std::isfinite(v) && v >= 0 && v == std::floor(v) && v < 9.2e18) return static_cast<TimeNs>(v);
+      throw py::value_error(std::string(what) + " must be a whole number of ns >= 0, got " +
+                            std::string(py::repr(value)));
+    }
+    throw py::type_error(std::string(what) + " must be an int (ns), got " +
+                         std::string(py::str(py::type::of(value).attr("__name__"))));
+  }
+  const auto v = value.cast<long long>();
+  if (v < 0) throw py::value_error(std::string(what) + " must be >= 0, got " + std::to_string(v));
+  return static_cast<TimeNs>(v);
+}
+
+py::module_ import_optional(const char* module, const char* needed_by) {
+  try {
+    return py::module_::import(module);
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_ImportError)) throw;
+    throw py::import_error(std::string(needed_by) + " needs " + module + ", which is not installed: " +
+                           "python3 -m pip install pandas numpy (" + std::string(py::str(e.value())) + ")");
+  }
+}
+
+}  // namespace daydream::python

@@ -1,0 +1,103 @@
+#pragma once
+// Shared pieces of the Python bindings: the objects Python holds (a graph box, task and task-set
+// handles, a simulation result) and the conversions between Python values and daydream enums.
+// Every handle owns a shared_ptr to its graph's box, so a Task keeps its Graph alive.
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "daydream/graph.hpp"
+#include "daydream/simulate.hpp"
+
+namespace daydream::python {
+
+namespace py = pybind11;
+
+/// A graph plus the lock that lets simulations run without the GIL: a simulation holds it
+/// shared (after releasing the GIL), every change holds it exclusively (with the GIL).
+struct GraphBox {
+  explicit GraphBox(Graph g) : graph(std::move(g)) {}
+  Graph graph;
+  mutable std::shared_mutex mutex;
+};
+using GraphPtr = std::shared_ptr<GraphBox>;
+
+/// Exclusive access for a change made from Python. Waits for running simulations without
+/// holding the GIL, so they can finish and hand results back.
+class WriteLock {
+ public:
+  explicit WriteLock(const GraphBox& box) : lock_(box.mutex, std::try_to_lock) {
+    if (!lock_.owns_lock()) {
+      py::gil_scoped_release release;
+      lock_.lock();
+    }
+  }
+
+ private:
+  std::unique_lock<std::shared_mutex> lock_;
+};
+
+/// Python's `daydream.Task`: one task of one graph.
+struct TaskRef {
+  GraphPtr box;
+  TaskId id = kNoTask;
+  const Task& task() const { return box->graph.task(id); }
+};
+
+/// Python's `daydream.TaskSet`: task ids of one graph, in increasing order.
+struct TaskSetRef {
+  GraphPtr box;
+  std::vector<TaskId> ids;
+};
+
+/// Python's `daydream.Result`: one simulation of one graph.
+struct ResultData {
+  GraphPtr box;
+  SimulationResult result;
+  std::string schedule;
+  std::vector<std::string> iteration_names;
+  std::vector<TimeNs> iteration_ns;
+  std::vector<TimeNs> measured_iteration_ns;
+};
+
+// --- conversions (common.cpp) ---
+TaskKind parse_task_kind(const std::string& text);
+Phase parse_phase(const std::string& text);
+UnitKind parse_unit_kind(const std::string& text);
+EdgeType parse_edge_type(const std::string& text);
+std::vector<std::string> task_kind_names();
+std::vector<std::string> phase_names();
+std::vector<std::string> unit_kind_names();
+std::vector<std::string> edge_type_names();
+
+/// The id of `handle` (a Task of this graph, or an int id) in `box`'s graph. ValueError for a
+/// Task of another graph, IndexError for an id out of range, TypeError otherwise.
+TaskId task_id_in(const GraphBox& box, py::handle handle);
+/// A single task or an iterable of tasks (Task, int id or TaskSet), as ids in `box`'s graph.
+std::vector<TaskId> task_ids_in(const GraphBox& box, py::handle handle);
+/// A unit named or numbered by `handle`; ValueError when there is none.
+UnitId unit_id_in(const GraphBox& box, py::handle handle);
+/// `value` as a non-negative integer number of ns; ValueError (naming `what`) otherwise.
+TimeNs non_negative_ns(py::handle value, const char* what);
+
+/// The `python3 -m pip install pandas` hint around an import of pandas (or numpy).
+py::module_ import_optional(const char* module, const char* needed_by);
+
+// --- module parts ---
+void init_graph(py::module_& m);
+void init_transform(py::module_& m);
+void init_simulate(py::module_& m);
+void init_load(py::module_& m);
+
+// --- used across parts ---
+/// Applies the built-in filters of `Graph.select()` / `TaskSet.filter()` and then `pred`.
+std::vector<TaskId> select_ids(const GraphPtr& box, const std::vector<TaskId>* within, py::object pred,
+                               const py::kwargs& filters, const char* caller);
+
+}  // namespace daydream::python

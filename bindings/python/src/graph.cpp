@@ -1,0 +1,189 @@
+// daydream.Graph (reading, copying, the tasks frame) and daydream.Task.
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <unordered_set>
+
+#include "common.hpp"
+
+namespace daydream::python {
+namespace {
+
+using namespace pybind11::literals;
+
+using GraphClass = py::class_<GraphBox, GraphPtr>;
+using TaskClass = py::class_<TaskRef>;
+
+std::vector<TaskRef> neighbors(const TaskRef& ref, bool successors) {
+  const auto list = successors ? ref.box->graph.successors(ref.id) : ref.box->graph.predecessors(ref.id);
+  std::vector<TaskRef> out;
+  std::unordered_set<TaskId> seen;
+  for (const auto& n : list)
+    if (seen.insert(n.task).second) out.push_back({ref.box, n.task});
+  return out;
+}
+
+py::object optional_string(const Graph& graph, std::uint32_t index) {
+  if (index == 0) return py::none();
+  return py::str(std::string(graph.string(index)));
+}
+
+std::string task_repr(const TaskRef& ref) {
+  const Graph& g = ref.box->graph;
+  const Task& t = g.task(ref.id);
+  return "<daydream.Task " + std::to_string(ref.id) + " " + std::string(to_string(t.kind)) + " \"" +
+         std::string(g.name(ref.id)) + "\" on \"" + g.units()[t.unit].name + "\", " + std::to_string(t.duration_ns) +
+         " ns" + (t.removed ? ", removed>" : ">");
+}
+
+/// Interned strings as Python str objects, made once per distinct string.
+class StringCache {
+ public:
+  explicit StringCache(const Graph& graph) : graph_(graph) {}
+  py::object get(std::uint32_t index) {
+    if (index >= cache_.size()) cache_.resize(index + 1);
+    if (!cache_[index]) cache_[index] = py::str(std::string(graph_.string(index)));
+    return cache_[index];
+  }
+  py::object optional(std::uint32_t index) { return index == 0 ? py::object(py::none()) : get(index); }
+
+ private:
+  const Graph& graph_;
+  std::vector<py::object> cache_;
+};
+
+py::object tasks_frame(const GraphPtr& box) {
+  py::module_ pandas = import_optional("pandas", "Graph.tasks_frame()");
+  const Graph& g = box->graph;
+  StringCache strings(g);
+  std::vector<py::object> unit_names, kind_names, phase_names_;
+  for (const auto& u : g.units()) unit_names.push_back(py::str(u.name));
+  for (std::size_t k = 0; k < kTaskKindCount; ++k) kind_names.push_back(py::str(std::string(to_string(static_cast<TaskKind>(k)))));
+  for (std::size_t p = 0; p < 4; ++p) phase_names_.push_back(py::str(std::string(to_string(static_cast<Phase>(p)))));
+
+  std::vector<std::int64_t> id, duration, recorded_start, iteration;
+  py::list name, kind, unit, phase, layer, op;
+  for (TaskId t = 0; t < g.num_tasks(); ++t) {
+    const Task& task = g.task(t);
+    if (task.removed) continue;
+    id.push_back(t);
+    duration.push_back(task.duration_ns);
+    recorded_start.push_back(task.recorded_start_ns);
+    iteration.push_back(task.iteration);
+    name.append(strings.get(task.name));
+    kind.append(kind_names[static_cast<std::size_t>(task.kind)]);
+    unit.append(unit_names.at(task.unit));
+    phase.append(phase_names_[static_cast<std::size_t>(task.phase)]);
+    layer.append(strings.optional(task.layer));
+    op.append(strings.optional(task.op_name));
+  }
+  py::module_ numpy = py::module_::import("numpy");
+  auto column = [&](const std::vector<std::int64_t>& values) { return numpy.attr("array")(py::cast(values), "dtype"_a = "int64"); };
+  py::dict columns;
+  columns["id"] = column(id);
+  columns["name"] = name;
+  columns["kind"] = kind;
+  columns["unit"] = unit;
+  columns["duration_ns"] = column(duration);
+  columns["recorded_start_ns"] = column(recorded_start);
+  columns["iteration"] = column(iteration);
+  columns["phase"] = phase;
+  columns["layer"] = layer;
+  columns["op"] = op;
+  return pandas.attr("DataFrame")(columns);
+}
+
+}  // namespace
+
+void init_graph(py::module_& m) {
+  auto task = py::reinterpret_borrow<TaskClass>(m.attr("Task"));
+  task.def_property_readonly("id", [](const TaskRef& r) { return r.id; }, "Dense task id (never changes, even when removed).")
+      .def_property_readonly("name", [](const TaskRef& r) { return std::string(r.box->graph.name(r.id)); },
+                             "Kernel, CUDA call or operator name.")
+      .def_property_readonly("kind", [](const TaskRef& r) { return std::string(to_string(r.task().kind)); },
+                             "One of daydream.TASK_KINDS: cpu, runtime, kernel, memcpy, memset, communication.")
+      .def_property_readonly("unit", [](const TaskRef& r) { return r.box->graph.units()[r.task().unit].name; },
+                             "Name of the execution unit (CPU thread, GPU stream, channel) running the task.")
+      .def_property(
+          "duration_ns", [](const TaskRef& r) { return r.task().duration_ns; },
+          [](const TaskRef& r, py::object value) {
+            const TimeNs ns = non_negative_ns(value, "duration_ns");
+            WriteLock lock(*r.box);
+            r.box->graph.task(r.id).duration_ns = ns;
+          },
+          "Duration in ns; settable (an int >= 0, else ValueError).")
+      .def_property_readonly("layer", [](const TaskRef& r) { return optional_string(r.box->graph, r.task().layer); },
+                             "Layer name, or None when the task is mapped to no layer.")
+      .def_property_readonly("phase", [](const TaskRef& r) { return std::string(to_string(r.task().phase)); },
+                             "forward, backward, update or unknown.")
+      .def_property_readonly("iteration", [](const TaskRef& r) { return r.task().iteration; },
+                             "Index of the ProfilerStep iteration (see Graph.iterations), or -1.")
+      .def_property_readonly("predecessors", [](const TaskRef& r) { return neighbors(r, false); },
+                             "Tasks this one depends on (one entry per task), as a list of Task.")
+      .def_property_readonly("successors", [](const TaskRef& r) { return neighbors(r, true); },
+                             "Tasks depending on this one (one entry per task), as a list of Task.")
+      .def_property_readonly("recorded_start_ns", [](const TaskRef& r) { return r.task().recorded_start_ns; },
+                             "Start in the trace, in ns from the graph origin (reference only).")
+      .def_property_readonly("op", [](const TaskRef& r) { return optional_string(r.box->graph, r.task().op_name); },
+                             "Name of the operator around the task (or around its launch), or None.")
+      .def_property_readonly("removed", [](const TaskRef& r) { return r.task().removed; },
+                             "True once Graph.remove() took the task out.")
+      .def_property_readonly("graph", [](const TaskRef& r) { return r.box; }, "The graph holding this task.")
+      .def("__repr__", &task_repr, "The id, kind, name, unit and duration.")
+      .def("__eq__", [](const TaskRef& a, py::object b) {
+             if (!py::isinstance<TaskRef>(b)) return false;
+             const auto& r = b.cast<const TaskRef&>();
+             return a.box == r.box && a.id == r.id;
+           }, "Same task of the same graph.")
+      .def("__hash__", [](const TaskRef& r) {
+             return std::hash<const void*>()(r.box.get()) ^ (std::hash<TaskId>()(r.id) * 0x9e3779b97f4a7c15ull);
+           }, "Hash of (graph, id).");
+
+  auto graph = py::reinterpret_borrow<GraphClass>(m.attr("Graph"));
+  graph.def("__len__", [](const GraphPtr& g) { return g->graph.num_live_tasks(); }, "Number of live (not removed) tasks.")
+      .def_property_readonly("num_tasks", [](const GraphPtr& g) { return g->graph.num_tasks(); },
+                             "Number of task ids, removed tasks included.")
+      .def_property_readonly("units", [](const GraphPtr& g) {
+             std::vector<std::string> names;
+             for (const auto& u : g->graph.units()) names.push_back(u.name);
+             return names;
+           }, "Names of the execution units, indexed by unit id.")
+      .def_property_readonly("iterations", [](const GraphPtr& g) {
+             std::vector<std::string> names;
+             for (const auto& it : g->graph.iterations()) names.push_back(it.name);
+             return names;
+           }, "Names of the ProfilerStep iterations, in order (Task.iteration indexes this list).")
+      .def_property_readonly("source_path", [](const GraphPtr& g) { return g->graph.source_path; },
+                             "The trace file the graph was built from.")
+      .def("edge_counts", [](const GraphPtr& g) {
+             py::dict out;
+             const auto counts = g->graph.edge_counts();
+             for (std::size_t k = 0; k < kEdgeTypeCount; ++k) out[py::str(std::string(to_string(static_cast<EdgeType>(k))))] = counts[k];
+             return out;
+           }, "Number of edges of each dependency type, as {type name: count}.")
+      .def("task_counts", [](const GraphPtr& g) {
+             py::dict out;
+             const auto counts = g->graph.task_counts();
+             for (std::size_t k = 0; k < kTaskKindCount; ++k) out[py::str(std::string(to_string(static_cast<TaskKind>(k))))] = counts[k];
+             return out;
+           }, "Number of tasks of each kind, as {kind: count}.")
+      .def("task", [](const GraphPtr& g, py::object id) { return TaskRef{g, task_id_in(*g, id)}; }, py::arg("id"),
+           "The task with this id (IndexError when out of range).")
+      .def("copy", [](const GraphPtr& g) { return std::make_shared<GraphBox>(g->graph); },
+           "An independent deep copy: what-ifs change copies and keep the original.")
+      .def("__copy__", [](const GraphPtr& g) { return std::make_shared<GraphBox>(g->graph); }, "Same as copy().")
+      .def("__deepcopy__", [](const GraphPtr& g, py::object) { return std::make_shared<GraphBox>(g->graph); },
+           py::arg("memo"), "Same as copy().")
+      .def("tasks_frame", &tasks_frame,
+           "A pandas DataFrame with one row per live task: id, name, kind, unit, duration_ns, recorded_start_ns, "
+           "iteration, phase, layer, op. Needs pandas (ImportError otherwise).")
+      .def("__repr__", [](const GraphPtr& g) {
+             return "<daydream.Graph \"" + g->graph.source_path + "\": " + std::to_string(g->graph.num_live_tasks()) +
+                    " tasks, " + std::to_string(g->graph.num_edges()) + " edges, " +
+                    std::to_string(g->graph.units().size()) + " units, " +
+                    std::to_string(g->graph.iterations().size()) + " iterations>";
+           }, "Source, task, edge, unit and iteration counts.");
+}
+
+}  // namespace daydream::python

@@ -1,0 +1,218 @@
+// Graph.simulate / Graph.replay and daydream.Result. Schedule priorities that come from Python
+// (a dict or a callable) are computed first, with the GIL; the simulation itself runs without
+// the GIL, under the graph's shared lock, through PrecomputedPolicy.
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+
+#include "common.hpp"
+#include "daydream/replay.hpp"
+#include "daydream/transform.hpp"
+
+namespace daydream::python {
+namespace {
+
+using namespace pybind11::literals;
+using GraphClass = py::class_<GraphBox, GraphPtr>;
+using ResultClass = py::class_<ResultData, std::shared_ptr<ResultData>>;
+
+double as_priority(py::handle value, TaskId id) {
+  double p = 0;
+  try {
+    p = py::float_(py::reinterpret_borrow<py::object>(value)).cast<double>();
+  } catch (py::error_already_set&) {
+    throw py::type_error("schedule: the priority of task " + std::to_string(id) + " is not a number: " +
+                         std::string(py::repr(value)));
+  }
+  if (std::isnan(p)) throw py::value_error("schedule: the priority of task " + std::to_string(id) + " is NaN");
+  return p;
+}
+
+/// The policy for a `schedule` argument: None/"trace_order", "fifo", {task: priority} or a
+/// callable Task -> priority. Dict and callable priorities default to trace order (recorded
+/// start in ns) for tasks they leave out (missing from the dict, or None from the callable).
+std::unique_ptr<SchedulePolicy> make_policy(const GraphPtr& box, py::handle schedule) {
+  if (schedule.is_none()) return std::make_unique<TraceOrderPolicy>();
+  if (py::isinstance<py::str>(schedule)) {
+    const auto name = schedule.cast<std::string>();
+    if (name == "trace_order") return std::make_unique<TraceOrderPolicy>();
+    if (name == "fifo") return std::make_unique<FifoPolicy>();
+    throw py::value_error("unknown schedule \"" + name +
+                          "\" (expected \"trace_order\", \"fifo\", a dict {task id: priority} or a callable)");
+  }
+  const Graph& g = box->graph;
+  const TraceOrderPolicy trace_order;
+  std::vector<double> priorities(g.num_tasks());
+  for (TaskId t = 0; t < g.num_tasks(); ++t) priorities[t] = trace_order.priority(g, t);
+  if (py::isinstance<py::dict>(schedule)) {
+    for (auto [key, value] : schedule.cast<py::dict>()) {
+      const TaskId id = task_id_in(*box, key);
+      priorities[id] = as_priority(value, id);
+    }
+    return std::make_unique<PrecomputedPolicy>(std::move(priorities), "dict");
+  }
+  if (PyCallable_Check(schedule.ptr())) {
+    for (TaskId t = 0; t < g.num_tasks(); ++t) {
+      if (g.task(t).removed) continue;
+      py::object value = schedule(TaskRef{box, t});
+      if (!value.is_none()) priorities[t] = as_priority(value, t);
+    }
+    return std::make_unique<PrecomputedPolicy>(std::move(priorities), "callable");
+  }
+  throw py::type_error("schedule must be None, \"trace_order\", \"fifo\", a dict {task id: priority} or a callable");
+}
+
+std::shared_ptr<ResultData> run(const GraphPtr& box, py::handle schedule, std::string* json = nullptr) {
+  const auto policy = make_policy(box, schedule);
+  auto data = std::make_shared<ResultData>();
+  data->box = box;
+  data->schedule = policy->name();
+  {
+    py::gil_scoped_release release;
+    std::shared_lock lock(box->mutex);
+    data->result = simulate(box->graph, *policy);
+    const ReplayReport report = make_replay_report(box->graph, data->result);
+    for (const auto& it : report.iterations) {
+      data->iteration_names.push_back(it.name);
+      data->iteration_ns.push_back(it.simulated_ns);
+      data->measured_iteration_ns.push_back(it.measured_ns);
+    }
+    if (json) *json = to_json(report);
+  }
+  return data;
+}
+
+std::vector<double> to_ms(const std::vector<TimeNs>& ns) {
+  std::vector<double> ms;
+  ms.reserve(ns.size());
+  for (TimeNs v : ns) ms.push_back(static_cast<double>(v) / 1e6);
+  return ms;
+}
+
+TaskId simulated_id(const ResultData& r, py::handle task) {
+  const TaskId id = task_id_in(*r.box, task);
+  if (id >= r.result.start_ns.size())
+    throw py::index_error("task " + std::to_string(id) + " was added after this simulation");
+  return id;
+}
+
+py::object time_of(const ResultData& r, py::handle task, bool end) {
+  const TaskId id = simulated_id(r, task);
+  if (r.result.start_ns[id] < 0) return py::none();
+  return py::int_(end ? r.result.end_ns[id] : r.result.start_ns[id]);
+}
+
+py::object to_pandas(const ResultData& r) {
+  py::module_ pandas = import_optional("pandas", "Result.to_pandas()");
+  py::module_ numpy = py::module_::import("numpy");
+  const Graph& g = r.box->graph;
+  std::vector<py::object> unit_names, kind_names, phase_strs, strings;
+  for (const auto& u : g.units()) unit_names.push_back(py::str(u.name));
+  for (std::size_t k = 0; k < kTaskKindCount; ++k) kind_names.push_back(py::str(std::string(to_string(static_cast<TaskKind>(k)))));
+  for (std::size_t p = 0; p < 4; ++p) phase_strs.push_back(py::str(std::string(to_string(static_cast<Phase>(p)))));
+  auto string_of = [&](std::uint32_t index) -> py::object {
+    if (index >= strings.size()) strings.resize(index + 1);
+    if (!strings[index]) strings[index] = py::str(std::string(g.string(index)));
+    return strings[index];
+  };
+  std::vector<std::int64_t> id, start, end, duration, iteration;
+  py::list name, kind, unit, phase, layer;
+  for (TaskId t = 0; t < r.result.start_ns.size() && t < g.num_tasks(); ++t) {
+    if (r.result.start_ns[t] < 0) continue;  // removed when simulated
+    const Task& task = g.task(t);
+    id.push_back(t);
+    start.push_back(r.result.start_ns[t]);
+    end.push_back(r.result.end_ns[t]);
+    duration.push_back(r.result.end_ns[t] - r.result.start_ns[t]);
+    iteration.push_back(task.iteration);
+    name.append(string_of(task.name));
+    kind.append(kind_names[static_cast<std::size_t>(task.kind)]);
+    unit.append(unit_names.at(task.unit));
+    phase.append(phase_strs[static_cast<std::size_t>(task.phase)]);
+    layer.append(task.layer == 0 ? py::object(py::none()) : string_of(task.layer));
+  }
+  auto column = [&](const std::vector<std::int64_t>& values) { return numpy.attr("array")(py::cast(values), "dtype"_a = "int64"); };
+  py::dict columns;
+  columns["id"] = column(id);
+  columns["name"] = name;
+  columns["kind"] = kind;
+  columns["unit"] = unit;
+  columns["start_ns"] = column(start);
+  columns["end_ns"] = column(end);
+  columns["duration_ns"] = column(duration);
+  columns["iteration"] = column(iteration);
+  columns["phase"] = phase;
+  columns["layer"] = layer;
+  return pandas.attr("DataFrame")(columns);
+}
+
+std::string result_repr(const ResultData& r) {
+  std::string times;
+  for (std::size_t i = 0; i < r.iteration_ns.size() && i < 8; ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(r.iteration_ns[i]) / 1e6);
+    times += (i ? ", " : "") + std::string(buf);
+  }
+  if (r.iteration_ns.size() > 8) times += ", ...";
+  char total[32];
+  std::snprintf(total, sizeof total, "%.3f", static_cast<double>(r.result.makespan_ns) / 1e6);
+  return "<daydream.Result (" + r.schedule + "): total " + total + " ms, iterations [" + times + "] ms>";
+}
+
+}  // namespace
+
+void init_simulate(py::module_& m) {
+  auto result = py::reinterpret_borrow<ResultClass>(m.attr("Result"));
+  result
+      .def_property_readonly("iteration_times_ms", [](const ResultData& r) { return to_ms(r.iteration_ns); },
+                             "Predicted time of each ProfilerStep iteration, in ms, in order.")
+      .def_property_readonly("iteration_times_ns", [](const ResultData& r) { return r.iteration_ns; },
+                             "Predicted time of each ProfilerStep iteration, in ns (exact), in order.")
+      .def_property_readonly("iteration_names", [](const ResultData& r) { return r.iteration_names; },
+                             "Names of the iterations of iteration_times_ms (ProfilerStep#N).")
+      .def_property_readonly("measured_iteration_times_ms", [](const ResultData& r) { return to_ms(r.measured_iteration_ns); },
+                             "Measured (trace) time of each iteration, in ms.")
+      .def_property_readonly("measured_iteration_times_ns", [](const ResultData& r) { return r.measured_iteration_ns; },
+                             "Measured (trace) time of each iteration, in ns.")
+      .def_property_readonly("total_ms", [](const ResultData& r) { return static_cast<double>(r.result.makespan_ns) / 1e6; },
+                             "Predicted makespan (end of the last task), in ms.")
+      .def_property_readonly("total_ns", [](const ResultData& r) { return r.result.makespan_ns; },
+                             "Predicted makespan, in ns.")
+      .def_property_readonly("critical_path", [](const ResultData& r) {
+             std::vector<TaskRef> path;
+             for (TaskId t : r.result.critical_path) path.push_back({r.box, t});
+             return path;
+           }, "The critical path, first task to last, as a list of Task.")
+      .def_property_readonly("schedule", [](const ResultData& r) { return r.schedule; },
+                             "The schedule policy used: trace_order, fifo, dict or callable.")
+      .def_property_readonly("graph", [](const ResultData& r) { return r.box; }, "The simulated graph.")
+      .def("start_ns", [](const ResultData& r, py::object task) { return time_of(r, task, false); }, py::arg("task"),
+           "Predicted start of a task (Task or id), in ns from the graph origin; None for a removed task.")
+      .def("end_ns", [](const ResultData& r, py::object task) { return time_of(r, task, true); }, py::arg("task"),
+           "Predicted end of a task (Task or id), in ns from the graph origin; None for a removed task.")
+      .def("to_pandas", &to_pandas,
+           "A pandas DataFrame with one row per simulated task: id, name, kind, unit, start_ns, end_ns, "
+           "duration_ns, iteration, phase, layer. Needs pandas (ImportError otherwise).")
+      .def("__repr__", &result_repr, "Schedule, makespan and iteration times.");
+
+  auto graph = py::reinterpret_borrow<GraphClass>(m.attr("Graph"));
+  graph
+      .def("simulate", [](const GraphPtr& g, py::object schedule) { return run(g, schedule); },
+           py::arg("schedule") = py::none(),
+           "Predicts when every task runs and returns a Result. schedule picks which ready task a free unit "
+           "runs (lowest priority first, ties to the lower id): None or \"trace_order\" (recorded start), "
+           "\"fifo\" (the task ready first), a dict {task or id: priority} or a callable Task -> priority "
+           "(None keeps trace order for that task). Runs without the GIL; raises daydream.Error for a cycle.")
+      .def("replay", [](const GraphPtr& g, py::object schedule) {
+             std::string json;
+             run(g, schedule, &json);
+             return py::module_::import("json").attr("loads")(json);
+           }, py::arg("schedule") = py::none(),
+           "Measured vs simulated time of each iteration and of the GPU span, units and critical path: the "
+           "dict that `daydream replay --json` prints.");
+}
+
+}  // namespace daydream::python
