@@ -6,6 +6,7 @@
 
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
+#include "daydream/layers.hpp"
 #include "daydream/replay.hpp"
 #include "daydream/simulate.hpp"
 #include "daydream/stats.hpp"
@@ -49,7 +50,25 @@ void print_stats_table(const GraphStats& s) {
     fmt::print("  {:<40} {:<9} {:>8}  {}\n", stat.key, to_string(stat.severity), stat.count, stat.description);
 }
 
+void print_layer_table(const LayerReport& r) {
+  fmt::print("trace: {}\nGPU time attributed to a layer: {:.1f}% of {} ms; CPU time: {:.1f}% of {} ms\n\n", r.trace,
+             100.0 * r.gpu_coverage(), format_ms(r.gpu_total_ns), 100.0 * r.cpu_coverage(), format_ms(r.cpu_total_ns));
+  fmt::print("{:<60} {:<9} {:>12} {:>12} {:>8}\n", "layer", "phase", "GPU ms", "CPU ms", "kernels");
+  for (const auto& row : r.rows)
+    fmt::print("{:<60} {:<9} {:>12} {:>12} {:>8}\n", row.layer, to_string(row.phase), format_ms(row.gpu_ns),
+               format_ms(row.cpu_ns), row.kernels);
+}
+
 }  // namespace
+
+int run_layers(const LayerOptions& options) {
+  Graph graph = build_graph(load_trace(options.common.trace));
+  if (!options.layer_file.empty()) apply_layer_file(graph, options.layer_file);
+  const LayerReport report = make_layer_report(graph, options.depth);
+  if (options.common.json) std::cout << to_json(report);
+  else print_layer_table(report);
+  return 0;
+}
 
 int run_replay(const CommonOptions& options) {
   const Graph graph = build_graph(load_trace(options.trace));

@@ -13,4 +13,11 @@ struct CommonOptions {
 int run_replay(const CommonOptions& options);
 int run_stats(const CommonOptions& options);
 
+struct LayerOptions {
+  CommonOptions common;
+  std::string layer_file;
+  int depth = 0;
+};
+int run_layers(const LayerOptions& options);
+
 }  // namespace daydream::cli

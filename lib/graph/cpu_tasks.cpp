@@ -4,9 +4,11 @@
 // as the gap (delay) of the cpu_sequential edge into the next task, so nothing is lost.
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 #include "common/text.hpp"
 #include "graph/build_context.hpp"
+#include "graph/task_context.hpp"
 
 namespace daydream {
 
@@ -87,38 +89,20 @@ class ThreadSegmenter {
     add(task, owner, begin, end);
   }
 
-  // Phase and layer from the ranges around the task (the owner itself included):
-  //  - phase: update inside `Optimizer.step`/`Optimizer.zero_grad`; backward inside anything
-  //    named *backward* (any case), `autograd::engine...` or `AccumulateGrad`; unknown inside
-  //    `enumerate(DataLoader)`; forward elsewhere inside a `ProfilerStep#N`.
-  //  - layer: the innermost `nn.Module: X` Python frame or user annotation that is not one of
-  //    the framework's own ranges (steps, optimizer, data loader, collectives).
-  void set_context(Task& task, std::uint32_t owner) const {
-    bool update = false, backward = false, loading = false, in_step = false;
-    std::string_view layer;
-    auto visit_range = [&](std::uint32_t position) {
+  // Phase, layer and autograd sequence number from the ranges around the task (the owner
+  // itself included), innermost first: see task_context.cpp.
+  void set_context(Task& task, std::uint32_t owner) {
+    TaskContext context;
+    auto visit = [&](std::uint32_t position) {
       const TraceEvent& e = ctx_.event(position);
-      const std::string_view name = ctx_.trace.name_of(e);
-      update = update || text::starts_with(name, "Optimizer.step") || text::starts_with(name, "Optimizer.zero_grad");
-      backward = backward || text::contains_ignore_case(name, "backward") || text::starts_with(name, "autograd::engine") ||
-                 text::contains(name, "AccumulateGrad");
-      loading = loading || text::starts_with(name, "enumerate(DataLoader)");
-      in_step = in_step || text::starts_with(name, "ProfilerStep#");
-      if (layer.empty()) layer = layer_name(e, name);
+      if (is_cpu_range(e.kind)) context.visit(e, ctx_.trace.name_of(e));
     };
-    if (is_cpu_range(ctx_.event(owner).kind)) visit_range(owner);
-    for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) visit_range(it->position);
-    task.phase = update ? Phase::update : backward ? Phase::backward : loading ? Phase::unknown
-               : in_step ? Phase::forward : Phase::unknown;
+    if (stack_.empty() || stack_.back().position != owner) visit(owner);  // an owner still open is on the stack
+    for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) visit(it->position);
+    task.phase = context.phase();
+    const std::string layer = context.layer_path();
     if (!layer.empty()) task.layer = ctx_.graph.intern(layer);
-  }
-
-  static std::string_view layer_name(const TraceEvent& e, std::string_view name) {
-    if (e.kind == EventKind::python_function && text::starts_with(name, "nn.Module: ")) return name.substr(11);
-    if (e.kind != EventKind::user_annotation) return {};
-    for (std::string_view framework : {"ProfilerStep#", "Optimizer.", "enumerate(DataLoader)", "nccl:", "autograd::"})
-      if (text::starts_with(name, framework)) return {};
-    return name;
+    pending_sequence_ = context.sequence_number();
   }
 
   void emit_api_call(std::uint32_t owner, TimeNs begin, TimeNs end) {
@@ -177,6 +161,7 @@ class ThreadSegmenter {
     t.source_event = ctx_.event(owner).source_index;
     const TaskId id = ctx_.graph.add_task(t);
     ctx_.add_task_times(ctx_.rel(begin), ctx_.rel(end), owner);
+    if (pending_sequence_ != kNone) ctx_.task_sequence.emplace_back(id, pending_sequence_);
     ctx_.unit_tasks[unit_].push_back(id);
     if (first_piece && ctx_.event_task[owner] == kNoTask) ctx_.event_task[owner] = id;
     return id;
@@ -186,6 +171,7 @@ class ThreadSegmenter {
   UnitId unit_;
   std::vector<OpenEvent> stack_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> folded_;  // (nested event, enclosing API call)
+  std::int64_t pending_sequence_ = kNone;  // sequence number of the task being added
   TimeNs cursor_ = 0;
 };
 
@@ -219,11 +205,37 @@ std::vector<std::vector<std::uint32_t>> cpu_events_by_lane(const BuildContext& c
 
 }  // namespace
 
+namespace {
+
+// Backward work runs on the autograd thread, outside the forward ranges that name layers. Its
+// operators carry the sequence number of the forward operator they differentiate: backward
+// tasks without a layer take the layer of the forward tasks with the same sequence number.
+void layers_from_forward_ops(BuildContext& ctx) {
+  std::unordered_map<std::int64_t, std::uint32_t> forward_layer;
+  for (const auto& [task, sequence] : ctx.task_sequence) {
+    const Task& t = ctx.graph.task(task);
+    if (t.phase == Phase::forward && t.layer != 0) forward_layer.emplace(sequence, t.layer);
+  }
+  for (const auto& [task, sequence] : ctx.task_sequence) {
+    Task& t = ctx.graph.task(task);
+    if (t.phase != Phase::backward || t.layer != 0) continue;
+    if (auto it = forward_layer.find(sequence); it != forward_layer.end()) {
+      t.layer = it->second;
+      ctx.count("layers_from_forward_ops", Severity::info,
+                "backward tasks given the layer of their forward operator (same autograd sequence number)",
+                t.source_event);
+    }
+  }
+}
+
+}  // namespace
+
 void build_cpu_tasks(BuildContext& ctx) {
   const auto by_lane = cpu_events_by_lane(ctx);
   for (std::uint32_t lane = 0; lane < by_lane.size(); ++lane) {
     if (!by_lane[lane].empty()) ThreadSegmenter(ctx, ctx.unit_for_lane(lane, UnitKind::cpu_thread)).run(by_lane[lane]);
   }
+  layers_from_forward_ops(ctx);
 }
 
 }  // namespace daydream

@@ -1,0 +1,78 @@
+// Phase and layer rules (docs/formats.md, "Layers"):
+//  - phase: the innermost `daydream.layer:<name>:<phase>` mark decides; otherwise update inside
+//    `Optimizer.step`/`Optimizer.zero_grad`, backward inside anything named *backward* (any case),
+//    `autograd::engine...` or `AccumulateGrad`, unknown inside `enumerate(DataLoader)`, forward
+//    elsewhere inside a `ProfilerStep#N`.
+//  - layer: every enclosing range that names a layer, outermost first, joined by '/'.
+#include "graph/task_context.hpp"
+
+#include <vector>
+
+#include "common/text.hpp"
+
+namespace daydream {
+namespace {
+
+constexpr std::string_view kMark = "daydream.layer:";
+
+std::optional<Phase> phase_named(std::string_view text) {
+  if (text == "forward") return Phase::forward;
+  if (text == "backward") return Phase::backward;
+  if (text == "update") return Phase::update;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view TaskContext::layer_of(const TraceEvent& e, std::string_view name) {
+  if (e.kind == EventKind::python_function && text::starts_with(name, "nn.Module: ")) return name.substr(11);
+  if (e.kind != EventKind::user_annotation && e.kind != EventKind::cpu_op) return {};
+  if (text::starts_with(name, kMark)) {
+    const auto rest = name.substr(kMark.size());
+    return rest.substr(0, rest.rfind(':'));  // daydream.layer:<name>:<phase>
+  }
+  if (e.kind != EventKind::user_annotation) return {};
+  for (std::string_view framework : {"ProfilerStep#", "Optimizer.", "enumerate(DataLoader)", "nccl:", "autograd::"})
+    if (text::starts_with(name, framework)) return {};
+  return name;
+}
+
+void TaskContext::visit(const TraceEvent& e, std::string_view name) {
+  update_ = update_ || text::starts_with(name, "Optimizer.step") || text::starts_with(name, "Optimizer.zero_grad");
+  backward_ = backward_ || text::contains_ignore_case(name, "backward") || text::starts_with(name, "autograd::engine") ||
+              text::contains(name, "AccumulateGrad");
+  loading_ = loading_ || text::starts_with(name, "enumerate(DataLoader)");
+  in_step_ = in_step_ || text::starts_with(name, "ProfilerStep#");
+  if (!marked_phase_ && text::starts_with(name, kMark)) marked_phase_ = phase_named(name.substr(name.rfind(':') + 1));
+  if (sequence_ == kNone && e.kind == EventKind::cpu_op && e.sequence_number != kNone) sequence_ = e.sequence_number;
+  const auto layer = layer_of(e, name);
+  if (layer.empty()) return;
+  if (!layers_.empty()) layers_ += '\n';
+  layers_ += layer;
+}
+
+Phase TaskContext::phase() const {
+  if (marked_phase_) return *marked_phase_;
+  if (update_) return Phase::update;
+  if (backward_) return Phase::backward;
+  if (loading_) return Phase::unknown;
+  return in_step_ ? Phase::forward : Phase::unknown;
+}
+
+std::string TaskContext::layer_path() const {
+  std::vector<std::string_view> parts;  // innermost first
+  std::string_view rest = layers_;
+  while (!rest.empty()) {
+    const auto cut = rest.find('\n');
+    parts.push_back(rest.substr(0, cut));
+    rest = cut == std::string_view::npos ? std::string_view{} : rest.substr(cut + 1);
+  }
+  std::string path;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+    if (!path.empty()) path += '/';
+    path.append(*it);
+  }
+  return path;
+}
+
+}  // namespace daydream
