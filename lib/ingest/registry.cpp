@@ -2,6 +2,7 @@
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
 #include "ingest/kineto/kineto_reader.hpp"
+#include "ingest/nsys/nsys_reader.hpp"
 
 namespace daydream {
 
@@ -9,6 +10,7 @@ const std::vector<std::unique_ptr<TraceReader>>& trace_readers() {
   static const std::vector<std::unique_ptr<TraceReader>> readers = [] {
     std::vector<std::unique_ptr<TraceReader>> list;
     list.push_back(std::make_unique<KinetoJsonReader>());
+    list.push_back(std::make_unique<NsysSqliteReader>());
     return list;
   }();
   return readers;
@@ -19,7 +21,7 @@ Trace load_trace(const std::filesystem::path& path) {
   for (const auto& reader : trace_readers()) {
     if (reader->can_read(file)) return reader->read(file);
   }
-  throw Error(path.string(), Error::kNoEvent, "", "unrecognised trace format (expected Kineto Chrome-trace JSON)");
+  throw Error(path.string(), Error::kNoEvent, "", "unrecognised trace format (expected Kineto Chrome-trace JSON or an Nsight Systems SQLite export)");
 }
 
 }  // namespace daydream

@@ -1,0 +1,136 @@
+// The SQLite layer of the Nsight Systems importer (see sqlite_db.hpp).
+#include "ingest/nsys/sqlite_db.hpp"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "daydream/error.hpp"
+
+namespace daydream::nsys {
+
+// --- Statement ---------------------------------------------------------------------------------
+
+Statement::Statement(const Database& db, const std::string& sql, std::string what) : db_(db), what_(std::move(what)) {
+  const int rc = sqlite3_prepare_v2(db.handle(), sql.c_str(), static_cast<int>(sql.size()), &stmt_, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(stmt_);
+    stmt_ = nullptr;
+    db_.fail(what_, rc);
+  }
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+bool Statement::step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  db_.fail(what_, rc);
+}
+
+int Statement::type(int column) const { return sqlite3_column_type(stmt_, column); }
+
+std::int64_t Statement::int64(int column) const {
+  return static_cast<std::int64_t>(sqlite3_column_int64(stmt_, column));
+}
+
+std::optional<std::string_view> Statement::text(int column) const {
+  if (sqlite3_column_type(stmt_, column) == SQLITE_NULL) return std::nullopt;
+  const auto* data = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+  const int size = sqlite3_column_bytes(stmt_, column);
+  if (data == nullptr) return std::string_view{};
+  return std::string_view(data, static_cast<std::size_t>(size));
+}
+
+// --- Database ----------------------------------------------------------------------------------
+
+Database::Database(const std::filesystem::path& path, std::string display_name) : file_(std::move(display_name)) {
+  const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
+  if (rc != SQLITE_OK) {
+    const std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw Error(file_, Error::kNoEvent, "", "cannot open as SQLite: " + message);
+  }
+  // Reading the schema is the first access to the file: a corrupt header or schema fails here.
+  try {
+    Statement list(*this, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')", "sqlite_master");
+    while (list.step()) {
+      if (auto name = list.text(0)) tables_.emplace(*name);
+    }
+  } catch (...) {
+    sqlite3_close(db_);  // the destructor does not run when the constructor throws
+    db_ = nullptr;
+    throw;
+  }
+}
+
+Database::~Database() { sqlite3_close(db_); }
+
+bool Database::has_table(std::string_view table) const { return tables_.find(table) != tables_.end(); }
+
+std::set<std::string, std::less<>> Database::columns(std::string_view table) const {
+  std::set<std::string, std::less<>> names;
+  if (!has_table(table)) return names;
+  Statement info(*this, fmt::format("PRAGMA table_info(\"{}\")", table), std::string(table));
+  while (info.step()) {
+    if (auto name = info.text(1)) names.emplace(*name);
+  }
+  return names;
+}
+
+void Database::fail(const std::string& what, int code) const {
+  std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(code);
+  if (message.empty()) message = sqlite3_errstr(code);
+  throw Error(file_, Error::kNoEvent, what,
+              fmt::format("SQLite error {} ({}): corrupt or truncated SQLite file?", code, message));
+}
+
+// --- TemporaryFile -----------------------------------------------------------------------------
+
+TemporaryFile::TemporaryFile(std::string_view contents, const std::string& display_name) {
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+  if (ec) throw Error(display_name, Error::kNoEvent, "", "no temporary directory for the SQLite copy: " + ec.message());
+  std::string pattern = (dir / "daydream-nsys-XXXXXX.sqlite").string();
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  const int fd = mkstemps(name.data(), 7);  // 7 = strlen(".sqlite")
+  if (fd < 0)
+    throw Error(display_name, Error::kNoEvent, "",
+                fmt::format("cannot create a temporary file in {}: {}", dir.string(), std::strerror(errno)));
+  path_ = name.data();
+  std::size_t written = 0;
+  while (written < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string reason = std::strerror(errno);
+      ::close(fd);
+      std::filesystem::remove(path_, ec);
+      throw Error(display_name, Error::kNoEvent, "",
+                  fmt::format("cannot write the temporary copy {}: {}", path_.string(), reason));
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::filesystem::remove(path_, ec);
+    throw Error(display_name, Error::kNoEvent, "",
+                fmt::format("cannot write the temporary copy {}: {}", path_.string(), reason));
+  }
+}
+
+TemporaryFile::~TemporaryFile() {
+  std::error_code ec;
+  std::filesystem::remove(path_, ec);
+}
+
+}  // namespace daydream::nsys
