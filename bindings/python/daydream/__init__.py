@@ -13,6 +13,8 @@ the way an optimization would, and simulate it to predict the new iteration time
 See docs/python.md for the whole API.
 """
 
+import sys as _sys
+
 from ._core import (
     EDGE_TYPES,
     PHASES,
@@ -24,10 +26,15 @@ from ._core import (
     Task,
     TaskSet,
     __version__,
+    collector,
     load,
 )
 
 Error.__module__ = "daydream"
+
+# daydream.collector.start()/stop()/flush() (the injected CUPTI collector, docs/collector.md) is a
+# submodule of _core; registered so that `import daydream.collector` works too.
+_sys.modules[__name__ + ".collector"] = collector
 
 __all__ = [
     "EDGE_TYPES",

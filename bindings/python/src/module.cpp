@@ -13,6 +13,10 @@
 namespace py = pybind11;
 using namespace daydream::python;
 
+namespace daydream::python {
+void init_collector(py::module_& m);  // collector.cpp: the daydream.collector submodule
+}
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "daydream's compiled core: trace loading, the task graph, transformations and the simulator. "
             "Import the `daydream` package instead of this module.";
@@ -48,4 +52,5 @@ PYBIND11_MODULE(_core, m) {
   init_transform(m);
   init_simulate(m);
   init_load(m);
+  init_collector(m);
 }
