@@ -29,6 +29,7 @@ ApiRole api_role(std::string_view name) {
 namespace {
 
 bool blocks_host(std::string_view call, std::string_view copy);
+bool nesting_order(const TraceEvent& a, const TraceEvent& b);
 
 struct OpenEvent {
   std::uint32_t position;
@@ -38,7 +39,8 @@ struct OpenEvent {
 /// Cuts one thread's events into tasks.
 class ThreadSegmenter {
  public:
-  ThreadSegmenter(BuildContext& ctx, UnitId unit) : ctx_(ctx), unit_(unit) {}
+  ThreadSegmenter(BuildContext& ctx, UnitId unit, const std::vector<std::uint32_t>& marks)
+      : ctx_(ctx), unit_(unit), marks_(marks) {}
 
   void run(const std::vector<std::uint32_t>& positions) {
     for (std::uint32_t p : positions) visit(p);
@@ -85,20 +87,35 @@ class ThreadSegmenter {
     task.name = ctx_.graph.intern(ctx_.trace.name_of(e));
     task.op_event = e.source_index;
     task.op_name = task.name;
-    set_context(task, owner);
+    set_context(task, owner, begin);
     add(task, owner, begin, end);
   }
 
   // Phase, layer and autograd sequence number from the ranges around the task (the owner
-  // itself included), innermost first: see task_context.cpp.
-  void set_context(Task& task, std::uint32_t owner) {
+  // itself included), innermost first: see task_context.cpp. `daydream.layer:` marks are not
+  // part of the nesting: they apply by interval, to every task of the thread that starts inside
+  // them (backward marks open in one autograd node and close in a later one).
+  void set_context(Task& task, std::uint32_t owner, TimeNs begin) {
+    while (next_mark_ < marks_.size() && ctx_.event(marks_[next_mark_]).start_ns <= begin)
+      active_marks_.push_back(marks_[next_mark_++]);
+    active_marks_.erase(std::remove_if(active_marks_.begin(), active_marks_.end(),
+                                       [&](std::uint32_t m) { return ctx_.event(m).end_ns() <= begin; }),
+                        active_marks_.end());
+    std::vector<std::uint32_t>& ranges = ranges_;  // innermost first
+    ranges.clear();
+    if (stack_.empty() || stack_.back().position != owner) ranges.push_back(owner);  // an owner still open is on the stack
+    for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) ranges.push_back(it->position);
+    if (!active_marks_.empty()) {
+      ranges.insert(ranges.end(), active_marks_.begin(), active_marks_.end());
+      std::stable_sort(ranges.begin(), ranges.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return nesting_order(ctx_.event(b), ctx_.event(a));  // later start (inner) first
+      });
+    }
     TaskContext context;
-    auto visit = [&](std::uint32_t position) {
+    for (std::uint32_t position : ranges) {
       const TraceEvent& e = ctx_.event(position);
       if (is_cpu_range(e.kind)) context.visit(e, ctx_.trace.name_of(e));
-    };
-    if (stack_.empty() || stack_.back().position != owner) visit(owner);  // an owner still open is on the stack
-    for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) visit(it->position);
+    }
     task.phase = context.phase();
     const std::string layer = context.layer_path();
     if (!layer.empty()) task.layer = ctx_.graph.intern(layer);
@@ -112,7 +129,7 @@ class ThreadSegmenter {
     task.name = ctx_.graph.intern(ctx_.trace.name_of(e));
     task.correlation = e.correlation;
     set_operator(task);
-    set_context(task, owner);
+    set_context(task, owner, begin);
     const TimeNs issue = blocking_copy_issue_ns(owner, end - begin);
     if (issue < 0) {
       add(task, owner, begin, end);
@@ -172,6 +189,10 @@ class ThreadSegmenter {
   std::vector<OpenEvent> stack_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> folded_;  // (nested event, enclosing API call)
   std::int64_t pending_sequence_ = kNone;  // sequence number of the task being added
+  const std::vector<std::uint32_t>& marks_;  // daydream.layer marks of this thread, in nesting order
+  std::size_t next_mark_ = 0;
+  std::vector<std::uint32_t> active_marks_;  // marks started and not ended at the last task's start
+  std::vector<std::uint32_t> ranges_;        // set_context's scratch
   TimeNs cursor_ = 0;
 };
 
@@ -189,16 +210,28 @@ bool nesting_order(const TraceEvent& a, const TraceEvent& b) {
   return a.source_index < b.source_index;
 }
 
-std::vector<std::vector<std::uint32_t>> cpu_events_by_lane(const BuildContext& ctx) {
-  std::vector<std::vector<std::uint32_t>> by_lane(ctx.trace.lanes.size());
+bool is_layer_mark(const BuildContext& ctx, const TraceEvent& e) {
+  return (e.kind == EventKind::user_annotation || e.kind == EventKind::cpu_op) &&
+         text::starts_with(ctx.trace.name_of(e), "daydream.layer:");
+}
+
+struct LaneEvents {
+  std::vector<std::uint32_t> events;  // ranges and API calls, cut into tasks
+  std::vector<std::uint32_t> marks;   // daydream.layer marks, applied by interval
+};
+
+std::vector<LaneEvents> cpu_events_by_lane(const BuildContext& ctx) {
+  std::vector<LaneEvents> by_lane(ctx.trace.lanes.size());
   for (std::uint32_t i = 0; i < ctx.trace.events.size(); ++i) {
     const auto& e = ctx.trace.events[i];
-    if (is_cpu_range(e.kind) || is_api_call(e.kind)) by_lane[e.lane].push_back(i);
+    if (is_layer_mark(ctx, e)) by_lane[e.lane].marks.push_back(i);
+    else if (is_cpu_range(e.kind) || is_api_call(e.kind)) by_lane[e.lane].events.push_back(i);
   }
-  for (auto& positions : by_lane) {
-    std::sort(positions.begin(), positions.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return nesting_order(ctx.trace.events[a], ctx.trace.events[b]);
-    });
+  for (auto& lane : by_lane) {
+    for (auto* positions : {&lane.events, &lane.marks})
+      std::sort(positions->begin(), positions->end(), [&](std::uint32_t a, std::uint32_t b) {
+        return nesting_order(ctx.trace.events[a], ctx.trace.events[b]);
+      });
   }
   return by_lane;
 }
@@ -233,7 +266,8 @@ void layers_from_forward_ops(BuildContext& ctx) {
 void build_cpu_tasks(BuildContext& ctx) {
   const auto by_lane = cpu_events_by_lane(ctx);
   for (std::uint32_t lane = 0; lane < by_lane.size(); ++lane) {
-    if (!by_lane[lane].empty()) ThreadSegmenter(ctx, ctx.unit_for_lane(lane, UnitKind::cpu_thread)).run(by_lane[lane]);
+    if (!by_lane[lane].events.empty())
+      ThreadSegmenter(ctx, ctx.unit_for_lane(lane, UnitKind::cpu_thread), by_lane[lane].marks).run(by_lane[lane].events);
   }
   layers_from_forward_ops(ctx);
 }

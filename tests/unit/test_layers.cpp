@@ -79,3 +79,23 @@ TEST_CASE("the layer report sums time per layer and phase and measures coverage"
   CHECK(net_gpu == 300 * us);
   CHECK(to_json(top).find("\"gpu_coverage\": 0.875000") != std::string::npos);
 }
+
+TEST_CASE("daydream.layer marks apply by interval, across operator boundaries", "[layers]") {
+  // A backward mark opens inside one autograd node and closes inside a later one (tensor hooks).
+  const Graph g = test::graph_of(test::KinetoJson()
+                                     .annotation("ProfilerStep#1", 0, 500, 1)
+                                     .annotation("daydream.layer:Net:forward", 10, 100, 1)
+                                     .cpu_op("aten::linear", 20, 50, 1)
+                                     .cpu_op("autograd::engine::evaluate_function: AddmmBackward0", 200, 50, 1)
+                                     .annotation("daydream.layer:Net/fc:backward", 230, 80, 1)
+                                     .cpu_op("autograd::engine::evaluate_function: AccumulateGrad", 260, 40, 1)
+                                     .runtime("cudaLaunchKernel", 270, 5, 1, 1)
+                                     .kernel("grad_kernel", 280, 10, 1)
+                                     .str());
+  const Task& grad = g.task(task_named(g, "grad_kernel"));
+  CHECK(g.string(grad.layer) == "Net/fc");
+  CHECK(grad.phase == Phase::backward);
+  CHECK(g.string(g.task(task_named(g, "aten::linear")).layer) == "Net");
+  CHECK(g.task(task_named(g, "autograd::engine::evaluate_function: AccumulateGrad")).layer != 0);
+  CHECK(g.report().get("overlapping_cpu_events") == 0);  // marks are not cut into the nesting
+}

@@ -450,7 +450,7 @@ TEST_CASE("nsys: SQLite files are recognised by their magic, not their name", "[
   CHECK(trace.metadata.format == "nsys-sqlite");
   CHECK(trace.events.size() == 11);
   const InputFile json{"x.json", "{\"traceEvents\": []}"};
-  CHECK_FALSE(make_nsys_sqlite_reader()->can_read(json));
+  CHECK_FALSE(NsysSqliteReader().can_read(json));
 }
 
 TEST_CASE("nsys: corrupt, truncated and incomplete exports raise Error naming file and table", "[nsys][bad]") {
