@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/measure.hpp"
 #include "daydream/error.hpp"
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
@@ -37,68 +38,7 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
-
-/// Resident memory now (not the peak), from /proc/self/statm, in MiB; 0 where unavailable.
-double current_rss_mib() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  unsigned long long size = 0, resident = 0;
-  const int n = std::fscanf(f, "%llu %llu", &size, &resident);
-  std::fclose(f);
-  return n == 2 ? static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0) : 0;
-}
-
-/// CPU time of the process so far: user and system (kernel: page faults, I/O) seconds.
-struct CpuTime {
-  double user = 0, sys = 0;
-  static CpuTime now() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
-    return {secs(usage.ru_utime), secs(usage.ru_stime)};
-  }
-  CpuTime operator-(const CpuTime& o) const { return {user - o.user, sys - o.sys}; }
-};
-
-struct Timings {
-  std::vector<double> runs;
-  double first() const { return runs.front(); }  // in a fresh process: what a one-shot CLI run pays
-  double best() const { return *std::min_element(runs.begin(), runs.end()); }
-  double median() const {
-    std::vector<double> sorted = runs;
-    std::sort(sorted.begin(), sorted.end());
-    const std::size_t n = sorted.size();
-    return n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  }
-};
-
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-double rate(double amount, double secs) { return secs > 0 ? amount / secs : 0.0; }
+using namespace daydream::bench;
 
 [[noreturn]] void usage(const char* message) {
   if (message) std::fprintf(stderr, "daydream_bench_pipeline: %s\n", message);

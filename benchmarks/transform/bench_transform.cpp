@@ -44,6 +44,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/measure.hpp"
 #include "daydream/error.hpp"
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
@@ -52,29 +53,12 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using namespace daydream::bench;
 using daydream::Graph;
 using daydream::Phase;
 using daydream::TaskFilter;
 using daydream::TaskId;
 using daydream::TaskKind;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
-}
-
-double current_rss_mib() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  unsigned long long size = 0, resident = 0;
-  const int n = std::fscanf(f, "%llu %llu", &size, &resident);
-  std::fclose(f);
-  return n == 2 ? static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0) : 0;
-}
 
 /// Heap bytes in use (glibc mallinfo2: main arena + mmapped chunks), in MiB. Unlike RSS, it is
 /// not blurred by freed pages that glibc keeps, so the difference across a copy is its size.
@@ -83,47 +67,6 @@ double heap_in_use_mib() {
   return static_cast<double>(info.uordblks + info.hblkhd) / (1024.0 * 1024.0);
 }
 
-/// CPU time of the process so far: user and system (kernel: mostly page faults) seconds.
-struct CpuTime {
-  double user = 0, sys = 0;
-  static CpuTime now() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
-    return {secs(usage.ru_utime), secs(usage.ru_stime)};
-  }
-  CpuTime operator-(const CpuTime& o) const { return {user - o.user, sys - o.sys}; }
-};
-
-struct Timings {
-  std::vector<double> runs;
-  void add(double s) { runs.push_back(s); }
-  double first() const { return runs.front(); }
-  double best() const { return *std::min_element(runs.begin(), runs.end()); }
-  double median() const {
-    std::vector<double> sorted = runs;
-    std::sort(sorted.begin(), sorted.end());
-    const std::size_t n = sorted.size();
-    return n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  }
-};
-
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-double rate(double amount, double secs) { return secs > 0 ? amount / secs : 0.0; }
 
 [[noreturn]] void usage(const char* message) {
   if (message) std::fprintf(stderr, "daydream_bench_transform: %s\n", message);
