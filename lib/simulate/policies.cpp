@@ -6,9 +6,8 @@
 
 namespace daydream {
 
-double FifoPolicy::priority(const Graph& graph, TaskId task) const {
-  return static_cast<double>(graph.task(task).recorded_start_ns);
-}
+// Ties among tasks ready at the same time go by trace order.
+double FifoPolicy::priority(const Graph& graph, TaskId task) const { return TraceOrderPolicy{}.priority(graph, task); }
 
 double PrecomputedPolicy::priority(const Graph&, TaskId task) const {
   if (task >= priorities_.size())
