@@ -62,15 +62,21 @@ SyncType sync_type(CUpti_ActivitySynchronizationType value) {
   return v <= static_cast<unsigned>(SyncType::context_synchronize) ? static_cast<SyncType>(v) : SyncType::unknown;
 }
 
+// The fields every GPU activity record (kernel, memcpy, memset) shares.
+template <class Record, class Activity>
+void copy_gpu_fields(const Activity& a, Record& r) {
+  r.start_ns = ns(a.start);
+  r.end_ns = ns(a.end);
+  r.device = a.deviceId;
+  r.context = a.contextId;
+  r.stream = a.streamId;
+  r.correlation = a.correlationId;
+}
+
 void add_kernel(const KernelActivity& k, Recorder& recorder) {
   KernelRecord r;
   r.name = k.name ? k.name : "";
-  r.start_ns = ns(k.start);
-  r.end_ns = ns(k.end);
-  r.device = k.deviceId;
-  r.context = k.contextId;
-  r.stream = k.streamId;
-  r.correlation = k.correlationId;
+  copy_gpu_fields(k, r);
   r.grid[0] = k.gridX, r.grid[1] = k.gridY, r.grid[2] = k.gridZ;
   r.block[0] = k.blockX, r.block[1] = k.blockY, r.block[2] = k.blockZ;
   r.shared_memory_bytes = k.staticSharedMemory + k.dynamicSharedMemory;
@@ -80,13 +86,8 @@ void add_kernel(const KernelActivity& k, Recorder& recorder) {
 
 void add_memcpy(const MemcpyActivity& m, Recorder& recorder) {
   MemcpyRecord r;
-  r.start_ns = ns(m.start);
-  r.end_ns = ns(m.end);
+  copy_gpu_fields(m, r);
   r.bytes = m.bytes;
-  r.device = m.deviceId;
-  r.context = m.contextId;
-  r.stream = m.streamId;
-  r.correlation = m.correlationId;
   r.runtime_correlation = m.runtimeCorrelationId;
   r.copy_kind = memcpy_kind(m.copyKind);
   r.src_kind = memory_kind(m.srcKind);
@@ -96,13 +97,8 @@ void add_memcpy(const MemcpyActivity& m, Recorder& recorder) {
 
 void add_memset(const MemsetActivity& m, Recorder& recorder) {
   MemsetRecord r;
-  r.start_ns = ns(m.start);
-  r.end_ns = ns(m.end);
+  copy_gpu_fields(m, r);
   r.bytes = m.bytes;
-  r.device = m.deviceId;
-  r.context = m.contextId;
-  r.stream = m.streamId;
-  r.correlation = m.correlationId;
   r.memory_kind = memory_kind(m.memoryKind);
   recorder.add(r);
 }
