@@ -121,4 +121,9 @@ py::module_ import_optional(const char* module, const char* needed_by) {
   }
 }
 
+py::object int64_column(const py::module_& numpy, const std::vector<std::int64_t>& values) {
+  using namespace pybind11::literals;
+  return numpy.attr("array")(py::cast(values), "dtype"_a = "int64");
+}
+
 }  // namespace daydream::python

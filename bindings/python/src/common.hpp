@@ -89,6 +89,9 @@ TimeNs non_negative_ns(py::handle value, const char* what);
 /// The `python3 -m pip install pandas` hint around an import of pandas (or numpy).
 py::module_ import_optional(const char* module, const char* needed_by);
 
+/// A numpy int64 array holding `values` (the frames' integer columns).
+py::object int64_column(const py::module_& numpy, const std::vector<std::int64_t>& values);
+
 // --- module parts ---
 void init_graph(py::module_& m);
 void init_transform(py::module_& m);

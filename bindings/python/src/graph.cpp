@@ -79,7 +79,7 @@ py::object tasks_frame(const GraphPtr& box) {
     op.append(strings.optional(task.op_name));
   }
   py::module_ numpy = py::module_::import("numpy");
-  auto column = [&](const std::vector<std::int64_t>& values) { return numpy.attr("array")(py::cast(values), "dtype"_a = "int64"); };
+  auto column = [&](const std::vector<std::int64_t>& values) { return int64_column(numpy, values); };
   py::dict columns;
   columns["id"] = column(id);
   columns["name"] = name;

@@ -134,7 +134,7 @@ py::object to_pandas(const ResultData& r) {
     phase.append(phase_strs[static_cast<std::size_t>(task.phase)]);
     layer.append(task.layer == 0 ? py::object(py::none()) : string_of(task.layer));
   }
-  auto column = [&](const std::vector<std::int64_t>& values) { return numpy.attr("array")(py::cast(values), "dtype"_a = "int64"); };
+  auto column = [&](const std::vector<std::int64_t>& values) { return int64_column(numpy, values); };
   py::dict columns;
   columns["id"] = column(id);
   columns["name"] = name;
