@@ -39,42 +39,36 @@ enum class ApiDomain : std::uint8_t { runtime, driver };
 /// CUpti_ActivityFlag bits of NVTX markers.
 enum MarkerFlag : std::uint32_t { marker_instantaneous = 1u << 0, marker_start = 1u << 1, marker_end = 1u << 2 };
 
-struct KernelRecord {
-  std::string_view name;  ///< as CUPTI reports it (mangled); demangled when written
+/// The fields every GPU activity (kernel, copy, memset) has.
+struct GpuActivity {
   TimeNs start_ns = 0;
   TimeNs end_ns = 0;
   std::uint32_t device = 0;
   std::uint32_t context = 0;
   std::uint32_t stream = 0;
-  std::uint32_t correlation = 0;  ///< of the runtime or driver call that launched it
+  /// Of the API call that launched it: runtime or driver for kernels and memsets, driver for
+  /// copies (see MemcpyRecord::runtime_correlation).
+  std::uint32_t correlation = 0;
+};
+
+struct KernelRecord : GpuActivity {
+  std::string_view name;  ///< as CUPTI reports it (mangled); demangled when written
   std::int32_t grid[3] = {0, 0, 0};
   std::int32_t block[3] = {0, 0, 0};
   std::int32_t shared_memory_bytes = 0;  ///< static + dynamic
   std::uint16_t registers_per_thread = 0;
 };
 
-struct MemcpyRecord {
-  TimeNs start_ns = 0;
-  TimeNs end_ns = 0;
+struct MemcpyRecord : GpuActivity {
   std::uint64_t bytes = 0;
-  std::uint32_t device = 0;
-  std::uint32_t context = 0;
-  std::uint32_t stream = 0;
-  std::uint32_t correlation = 0;          ///< of the driver call
   std::uint32_t runtime_correlation = 0;  ///< of the runtime call, 0 when none
   MemcpyKind copy_kind = MemcpyKind::unknown;
   MemoryKind src_kind = MemoryKind::unknown;
   MemoryKind dst_kind = MemoryKind::unknown;
 };
 
-struct MemsetRecord {
-  TimeNs start_ns = 0;
-  TimeNs end_ns = 0;
+struct MemsetRecord : GpuActivity {
   std::uint64_t bytes = 0;
-  std::uint32_t device = 0;
-  std::uint32_t context = 0;
-  std::uint32_t stream = 0;
-  std::uint32_t correlation = 0;
   MemoryKind memory_kind = MemoryKind::device;
 };
 

@@ -63,8 +63,8 @@ SyncType sync_type(CUpti_ActivitySynchronizationType value) {
 }
 
 // The fields every GPU activity record (kernel, memcpy, memset) shares.
-template <class Record, class Activity>
-void copy_gpu_fields(const Activity& a, Record& r) {
+template <class Activity>
+void copy_gpu_fields(const Activity& a, GpuActivity& r) {
   r.start_ns = ns(a.start);
   r.end_ns = ns(a.end);
   r.device = a.deviceId;
