@@ -126,4 +126,43 @@ py::object int64_column(const py::module_& numpy, const std::vector<std::int64_t
   return numpy.attr("array")(py::cast(values), "dtype"_a = "int64");
 }
 
+TaskColumns::TaskColumns(const Graph& graph) : graph_(graph) {
+  for (const auto& u : graph.units()) unit_names_.push_back(py::str(u.name));
+  for (std::size_t k = 0; k < kTaskKindCount; ++k) kind_names_.push_back(py::str(std::string(to_string(static_cast<TaskKind>(k)))));
+  for (const auto phase : {Phase::unknown, Phase::forward, Phase::backward, Phase::update})
+    phase_names_.push_back(py::str(std::string(to_string(phase))));
+}
+
+py::object TaskColumns::string_of(std::uint32_t index) {
+  if (index >= strings_.size()) strings_.resize(index + 1);
+  if (!strings_[index]) strings_[index] = py::str(std::string(graph_.string(index)));
+  return strings_[index];
+}
+
+void TaskColumns::add(TaskId id) {
+  const Task& task = graph_.task(id);
+  id_.push_back(id);
+  iteration_.push_back(task.iteration);
+  name_.append(string_of(task.name));
+  kind_.append(kind_names_[static_cast<std::size_t>(task.kind)]);
+  unit_.append(unit_names_.at(task.unit));
+  phase_.append(phase_names_[static_cast<std::size_t>(task.phase)]);
+  layer_.append(optional_string_of(task.layer));
+  op_.append(optional_string_of(task.op_name));
+}
+
+void TaskColumns::write_head(py::dict& columns, const py::module_& numpy) const {
+  columns["id"] = int64_column(numpy, id_);
+  columns["name"] = name_;
+  columns["kind"] = kind_;
+  columns["unit"] = unit_;
+}
+
+void TaskColumns::write_tail(py::dict& columns, const py::module_& numpy, bool with_op) const {
+  columns["iteration"] = int64_column(numpy, iteration_);
+  columns["phase"] = phase_;
+  columns["layer"] = layer_;
+  if (with_op) columns["op"] = op_;
+}
+
 }  // namespace daydream::python

@@ -92,6 +92,27 @@ py::module_ import_optional(const char* module, const char* needed_by);
 /// A numpy int64 array holding `values` (the frames' integer columns).
 py::object int64_column(const py::module_& numpy, const std::vector<std::int64_t>& values);
 
+/// The columns that describe tasks in the pandas frames (Graph.tasks_frame, Result.to_pandas),
+/// one row per add(). Names become Python str objects once per distinct string. A frame writes
+/// write_head() (id, name, kind, unit), its own columns, then write_tail() (iteration, phase,
+/// layer, and op when asked).
+class TaskColumns {
+ public:
+  explicit TaskColumns(const Graph& graph);
+  void add(TaskId id);
+  void write_head(py::dict& columns, const py::module_& numpy) const;
+  void write_tail(py::dict& columns, const py::module_& numpy, bool with_op) const;
+
+ private:
+  py::object string_of(std::uint32_t index);
+  py::object optional_string_of(std::uint32_t index) { return index == 0 ? py::object(py::none()) : string_of(index); }
+
+  const Graph& graph_;
+  std::vector<py::object> strings_, unit_names_, kind_names_, phase_names_;
+  std::vector<std::int64_t> id_, iteration_;
+  py::list name_, kind_, unit_, phase_, layer_, op_;
+};
+
 // --- module parts ---
 void init_graph(py::module_& m);
 void init_transform(py::module_& m);

@@ -37,60 +37,24 @@ std::string task_repr(const TaskRef& ref) {
          " ns" + (t.removed ? ", removed>" : ">");
 }
 
-/// Interned strings as Python str objects, made once per distinct string.
-class StringCache {
- public:
-  explicit StringCache(const Graph& graph) : graph_(graph) {}
-  py::object get(std::uint32_t index) {
-    if (index >= cache_.size()) cache_.resize(index + 1);
-    if (!cache_[index]) cache_[index] = py::str(std::string(graph_.string(index)));
-    return cache_[index];
-  }
-  py::object optional(std::uint32_t index) { return index == 0 ? py::object(py::none()) : get(index); }
-
- private:
-  const Graph& graph_;
-  std::vector<py::object> cache_;
-};
-
 py::object tasks_frame(const GraphPtr& box) {
   py::module_ pandas = import_optional("pandas", "Graph.tasks_frame()");
+  py::module_ numpy = py::module_::import("numpy");
   const Graph& g = box->graph;
-  StringCache strings(g);
-  std::vector<py::object> unit_names, kind_names, phase_names_;
-  for (const auto& u : g.units()) unit_names.push_back(py::str(u.name));
-  for (std::size_t k = 0; k < kTaskKindCount; ++k) kind_names.push_back(py::str(std::string(to_string(static_cast<TaskKind>(k)))));
-  for (std::size_t p = 0; p < 4; ++p) phase_names_.push_back(py::str(std::string(to_string(static_cast<Phase>(p)))));
-
-  std::vector<std::int64_t> id, duration, recorded_start, iteration;
-  py::list name, kind, unit, phase, layer, op;
+  TaskColumns tasks(g);
+  std::vector<std::int64_t> duration, recorded_start;
   for (TaskId t = 0; t < g.num_tasks(); ++t) {
     const Task& task = g.task(t);
     if (task.removed) continue;
-    id.push_back(t);
+    tasks.add(t);
     duration.push_back(task.duration_ns);
     recorded_start.push_back(task.recorded_start_ns);
-    iteration.push_back(task.iteration);
-    name.append(strings.get(task.name));
-    kind.append(kind_names[static_cast<std::size_t>(task.kind)]);
-    unit.append(unit_names.at(task.unit));
-    phase.append(phase_names_[static_cast<std::size_t>(task.phase)]);
-    layer.append(strings.optional(task.layer));
-    op.append(strings.optional(task.op_name));
   }
-  py::module_ numpy = py::module_::import("numpy");
-  auto column = [&](const std::vector<std::int64_t>& values) { return int64_column(numpy, values); };
   py::dict columns;
-  columns["id"] = column(id);
-  columns["name"] = name;
-  columns["kind"] = kind;
-  columns["unit"] = unit;
-  columns["duration_ns"] = column(duration);
-  columns["recorded_start_ns"] = column(recorded_start);
-  columns["iteration"] = column(iteration);
-  columns["phase"] = phase;
-  columns["layer"] = layer;
-  columns["op"] = op;
+  tasks.write_head(columns, numpy);
+  columns["duration_ns"] = int64_column(numpy, duration);
+  columns["recorded_start_ns"] = int64_column(numpy, recorded_start);
+  tasks.write_tail(columns, numpy, /*with_op=*/true);
   return pandas.attr("DataFrame")(columns);
 }
 

@@ -109,43 +109,21 @@ py::object to_pandas(const ResultData& r) {
   py::module_ pandas = import_optional("pandas", "Result.to_pandas()");
   py::module_ numpy = py::module_::import("numpy");
   const Graph& g = r.box->graph;
-  std::vector<py::object> unit_names, kind_names, phase_strs, strings;
-  for (const auto& u : g.units()) unit_names.push_back(py::str(u.name));
-  for (std::size_t k = 0; k < kTaskKindCount; ++k) kind_names.push_back(py::str(std::string(to_string(static_cast<TaskKind>(k)))));
-  for (std::size_t p = 0; p < 4; ++p) phase_strs.push_back(py::str(std::string(to_string(static_cast<Phase>(p)))));
-  auto string_of = [&](std::uint32_t index) -> py::object {
-    if (index >= strings.size()) strings.resize(index + 1);
-    if (!strings[index]) strings[index] = py::str(std::string(g.string(index)));
-    return strings[index];
-  };
-  std::vector<std::int64_t> id, start, end, duration, iteration;
-  py::list name, kind, unit, phase, layer;
+  TaskColumns tasks(g);
+  std::vector<std::int64_t> start, end, duration;
   for (TaskId t = 0; t < r.result.start_ns.size() && t < g.num_tasks(); ++t) {
     if (r.result.start_ns[t] < 0) continue;  // removed when simulated
-    const Task& task = g.task(t);
-    id.push_back(t);
+    tasks.add(t);
     start.push_back(r.result.start_ns[t]);
     end.push_back(r.result.end_ns[t]);
     duration.push_back(r.result.end_ns[t] - r.result.start_ns[t]);
-    iteration.push_back(task.iteration);
-    name.append(string_of(task.name));
-    kind.append(kind_names[static_cast<std::size_t>(task.kind)]);
-    unit.append(unit_names.at(task.unit));
-    phase.append(phase_strs[static_cast<std::size_t>(task.phase)]);
-    layer.append(task.layer == 0 ? py::object(py::none()) : string_of(task.layer));
   }
-  auto column = [&](const std::vector<std::int64_t>& values) { return int64_column(numpy, values); };
   py::dict columns;
-  columns["id"] = column(id);
-  columns["name"] = name;
-  columns["kind"] = kind;
-  columns["unit"] = unit;
-  columns["start_ns"] = column(start);
-  columns["end_ns"] = column(end);
-  columns["duration_ns"] = column(duration);
-  columns["iteration"] = column(iteration);
-  columns["phase"] = phase;
-  columns["layer"] = layer;
+  tasks.write_head(columns, numpy);
+  columns["start_ns"] = int64_column(numpy, start);
+  columns["end_ns"] = int64_column(numpy, end);
+  columns["duration_ns"] = int64_column(numpy, duration);
+  tasks.write_tail(columns, numpy, /*with_op=*/false);
   return pandas.attr("DataFrame")(columns);
 }
 
