@@ -30,15 +30,9 @@ if [[ ! -d $traces ]]; then
   echo "_Benchmarks skipped: traces folder \`$traces\` not found._"
   exit 0
 fi
-for tool in "$bench" "$repeat_tool" "$cli"; do
-  if [[ ! -x $tool ]]; then
-    log "missing $tool: build first (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j2)"
-    exit 1
-  fi
-done
-command -v python3 >/dev/null || { log "python3 is needed to format the table"; exit 1; }
-build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
-[[ $build_type == Release ]] || log "WARNING: $build is a '${build_type:-unknown}' build, not Release: numbers are not representative"
+# shellcheck source=benchmarks/common/preflight.sh
+source "$repo/benchmarks/common/preflight.sh"
+require_build "$build" "$bench" "$repeat_tool" "$cli"
 
 mkdir -p "$out"
 results=$out/results.jsonl

@@ -39,15 +39,9 @@ if [[ -z $large ]]; then
   echo "_Transformation benchmark skipped: no \`$large_glob\` under \`$traces\`._"
   exit 0
 fi
-for tool in "$bench" "$repeat_tool"; do
-  if [[ ! -x $tool ]]; then
-    log "missing $tool: build first (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j2)"
-    exit 1
-  fi
-done
-command -v python3 >/dev/null || { log "python3 is needed to format the tables"; exit 1; }
-build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
-[[ $build_type == Release ]] || log "WARNING: $build is a '${build_type:-unknown}' build, not Release: numbers are not representative"
+# shellcheck source=benchmarks/common/preflight.sh
+source "$repo/benchmarks/common/preflight.sh"
+require_build "$build" "$bench" "$repeat_tool"
 
 mkdir -p "$out"
 results=$out/transform.jsonl
