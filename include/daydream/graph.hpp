@@ -154,11 +154,6 @@ struct EdgeTable {
   std::vector<std::uint32_t> in_degree;    ///< per task
 };
 
-/// Transparent hash for string interning (lookups by string_view).
-struct StringIndexHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
 class TaskFilter;     // transform.hpp
 class TaskSet;        // transform.hpp
 struct NewTask;       // transform.hpp

@@ -7,12 +7,19 @@
 /// everything odd the importer met. Times are integer nanoseconds on the trace's own clock.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 namespace daydream {
+
+/// Transparent hash for string interning (lookups by string_view).
+struct StringIndexHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
 
 /// Nanoseconds: every time and duration in daydream carries this unit.
 using TimeNs = std::int64_t;

@@ -15,6 +15,7 @@
 #include "daydream/error.hpp"
 #include "ingest/kineto/kineto_event.hpp"
 #include "ingest/padding.hpp"
+#include "ingest/trace_tables.hpp"
 
 namespace daydream {
 namespace od = simdjson::ondemand;
@@ -53,11 +54,6 @@ Category classify(std::string_view cat, bool* legacy) {
 }  // namespace kineto
 
 namespace {
-
-struct StringHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
 
 EventKind event_kind(Category category) {
   switch (category) {
@@ -360,12 +356,7 @@ class KinetoParser {
     return lane(LaneKind::gpu_stream, device, stream);
   }
 
-  std::uint32_t lane(LaneKind kind, std::int64_t process, std::int64_t thread) {
-    auto key = std::make_tuple(kind, process, thread);
-    auto [it, inserted] = lanes_.try_emplace(key, static_cast<std::uint32_t>(trace_.lanes.size()));
-    if (inserted) trace_.lanes.push_back({kind, process, thread, {}});
-    return it->second;
-  }
+  std::uint32_t lane(LaneKind kind, std::int64_t process, std::int64_t thread) { return tables_.lane(kind, process, thread); }
 
   void add_flow(const RawEvent& raw) {
     const auto id = id_value(raw.id);
@@ -391,14 +382,7 @@ class KinetoParser {
     names[{*pid, tid.value_or(0)}] = std::string(raw.meta_name);
   }
 
-  std::uint32_t intern(std::string_view text) {
-    auto it = strings_.find(text);
-    if (it != strings_.end()) return it->second;
-    const auto index = static_cast<std::uint32_t>(trace_.strings.size());
-    trace_.strings.emplace_back(text);
-    strings_.emplace(std::string(text), index);
-    return index;
-  }
+  std::uint32_t intern(std::string_view text) { return tables_.intern(text); }
 
   void finish() {
     trace_.metadata.format = legacy_ ? "kineto-json-legacy" : "kineto-json";
@@ -418,8 +402,7 @@ class KinetoParser {
   std::string_view field_;
   bool saw_events_ = false;
   bool legacy_ = false;
-  std::unordered_map<std::string, std::uint32_t, StringHash, std::equal_to<>> strings_;
-  std::map<std::tuple<LaneKind, std::int64_t, std::int64_t>, std::uint32_t> lanes_;
+  TraceTables tables_{trace_};
   std::map<std::pair<std::int64_t, std::int64_t>, std::string> thread_names_, process_names_;
 };
 

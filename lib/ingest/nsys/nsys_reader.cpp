@@ -4,6 +4,7 @@
 // changes between versions): optional columns a version lacks are selected as NULL. Times are
 // integer nanoseconds in the file already and are kept exactly.
 #include "ingest/nsys/nsys_reader.hpp"
+#include "ingest/trace_tables.hpp"
 
 #include <sqlite3.h>
 
@@ -100,11 +101,6 @@ std::string copy_kind_from_enum_name(std::string_view name) {
   }
   return out;
 }
-
-struct StringHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
 
 /// A table and its columns; columns a version of the schema lacks are selected as NULL.
 struct Table {
@@ -344,14 +340,7 @@ class NsysParser {
 
   // --- names and lanes --------------------------------------------------------------------------
 
-  std::uint32_t intern(std::string_view text) {
-    auto it = interned_.find(text);
-    if (it != interned_.end()) return it->second;
-    const auto index = static_cast<std::uint32_t>(trace_.strings.size());
-    trace_.strings.emplace_back(text);
-    interned_.emplace(std::string(text), index);
-    return index;
-  }
+  std::uint32_t intern(std::string_view text) { return tables_.intern(text); }
 
   /// The name a StringIds id stands for; an id missing from StringIds is counted.
   std::uint32_t string_id(const Row& row, std::size_t i, std::int64_t id, bool api_name) {
@@ -367,12 +356,7 @@ class NsysParser {
     return cache[id] = intern(text);
   }
 
-  std::uint32_t lane(LaneKind kind, std::int64_t process, std::int64_t thread) {
-    auto key = std::make_tuple(kind, process, thread);
-    auto [it, inserted] = lanes_.try_emplace(key, static_cast<std::uint32_t>(trace_.lanes.size()));
-    if (inserted) trace_.lanes.push_back({kind, process, thread, {}});
-    return it->second;
-  }
+  std::uint32_t lane(LaneKind kind, std::int64_t process, std::int64_t thread) { return tables_.lane(kind, process, thread); }
 
   std::uint32_t cpu_lane(std::int64_t global_tid) {
     const auto thread = nsys::decode_global_tid(global_tid);
@@ -646,8 +630,7 @@ class NsysParser {
   std::int64_t index_ = 0;  // source index of the row being read (all event tables, in read order)
   std::unordered_map<std::int64_t, std::string> string_ids_;
   std::unordered_map<std::int64_t, std::uint32_t> names_, api_names_;
-  std::unordered_map<std::string, std::uint32_t, StringHash, std::equal_to<>> interned_;
-  std::map<std::tuple<LaneKind, std::int64_t, std::int64_t>, std::uint32_t> lanes_;
+  TraceTables tables_{trace_};
   std::map<std::pair<std::int64_t, std::int64_t>, std::string> thread_names_;
   std::map<std::int64_t, std::string> copy_kinds_, memory_kinds_;
   std::map<std::int64_t, SyncKind> sync_kinds_;
