@@ -187,21 +187,19 @@ class TraceWriter {
   }
 
   void memcpy(const MemcpyRecord& m) {
-    events_.begin('X', "gpu_memcpy", memcpy_name(m.copy_kind, m.src_kind, m.dst_kind));
-    gpu_place(m.device, m.stream, m.start_ns, m.end_ns);
-    events_.field("context", m.context).field("correlation", m.correlation)
-        .field("bytes", static_cast<std::int64_t>(m.bytes))
-        .raw("memory bandwidth (GB/s)", bandwidth_gbps(m.bytes, m.start_ns, m.end_ns)).end();
-    gpu_flows_.push_back({m.correlation, m.device, m.stream, m.start_ns});
+    transfer("gpu_memcpy", memcpy_name(m.copy_kind, m.src_kind, m.dst_kind), m, m.bytes);
   }
 
-  void memset(const MemsetRecord& m) {
-    events_.begin('X', "gpu_memset", memset_name(m.memory_kind));
-    gpu_place(m.device, m.stream, m.start_ns, m.end_ns);
-    events_.field("context", m.context).field("correlation", m.correlation)
-        .field("bytes", static_cast<std::int64_t>(m.bytes))
-        .raw("memory bandwidth (GB/s)", bandwidth_gbps(m.bytes, m.start_ns, m.end_ns)).end();
-    gpu_flows_.push_back({m.correlation, m.device, m.stream, m.start_ns});
+  void memset(const MemsetRecord& m) { transfer("gpu_memset", memset_name(m.memory_kind), m, m.bytes); }
+
+  // A copy or memset: placed on its stream, with its size and achieved bandwidth.
+  void transfer(std::string_view category, std::string_view name, const GpuActivity& a, std::uint64_t bytes) {
+    events_.begin('X', category, name);
+    gpu_place(a.device, a.stream, a.start_ns, a.end_ns);
+    events_.field("context", a.context).field("correlation", a.correlation)
+        .field("bytes", static_cast<std::int64_t>(bytes))
+        .raw("memory bandwidth (GB/s)", bandwidth_gbps(bytes, a.start_ns, a.end_ns)).end();
+    gpu_flows_.push_back({a.correlation, a.device, a.stream, a.start_ns});
   }
 
   void sync(const ResolvedSync& s) {
