@@ -129,10 +129,11 @@ class SyncBuilder {
   }
 
   void walk_thread(const std::vector<TaskId>& tasks) {
-    std::vector<UnitId> next_launch(tasks.size() + 1, BuildContext::kNoUnit);
+    // The stream each task launched to (kNoUnit when none), and the next launch's from each index.
+    std::vector<UnitId> launched(tasks.size(), BuildContext::kNoUnit), next_launch(tasks.size() + 1, BuildContext::kNoUnit);
     for (std::size_t i = tasks.size(); i-- > 0;) {
-      const UnitId u = ctx_.graph.task(tasks[i]).kind == TaskKind::runtime ? launched_unit(tasks[i]) : BuildContext::kNoUnit;
-      next_launch[i] = u != BuildContext::kNoUnit ? u : next_launch[i + 1];
+      if (ctx_.graph.task(tasks[i]).kind == TaskKind::runtime) launched[i] = launched_unit(tasks[i]);
+      next_launch[i] = launched[i] != BuildContext::kNoUnit ? launched[i] : next_launch[i + 1];
     }
     UnitId last_launch = BuildContext::kNoUnit;
     RecordPoint last_record;
@@ -146,11 +147,10 @@ class SyncBuilder {
         continue;
       }
       handle_call(t, position, last_launch, last_record, next_launch[i + 1]);
-      const UnitId launched = launched_unit(t);
-      if (launched == BuildContext::kNoUnit) continue;
+      if (launched[i] == BuildContext::kNoUnit) continue;
       wait_for_queue_slot(t, position);
-      last_launch = launched;
-      last_launch_on_[launched] = ctx_.times[t].start;
+      last_launch = launched[i];
+      last_launch_on_[launched[i]] = ctx_.times[t].start;
     }
   }
 
