@@ -1,37 +1,166 @@
-// What if the job used automatic mixed precision (AMP)? The Daydream paper's estimate: kernels
-// that run on tensor cores under AMP take 1/3 of their time, every other GPU kernel 1/2; copies,
-// memsets, collectives and all CPU work keep their recorded durations. Tensor-core kernels are
-// those whose name contains "gemm", "wgrad" or "conv", in any case. scenarios/amp.py is the same script in
-// Python; a ctest checks that both print the same prediction, to the nanosecond.
-//
-//   whatif_amp TRACE
-#include <cstdio>
-#include <exception>
+// amp: what if the job used automatic mixed precision? As the Daydream paper estimates it:
+// kernels that run on tensor cores under AMP (GEMMs and convolutions, recognised by name) take
+// 1/tensor_core of their time (default 1/3), every other kernel 1/other (default 1/2); copies,
+// memsets, collectives and CPU work keep their recorded times.
+// On top of the paper: autocast casts each weight a tensor-core operator uses to fp16 once per
+// forward pass. Each forward operator that launches tensor-core kernels gets one cast kernel on
+// the same stream just before its first tensor-core kernel, launched by one more launch call just
+// before that kernel's launch call (casts=0 leaves them out). A cast costs, on the GPU, the median
+// elementwise kernel of the trace after the `other` scaling (most elementwise kernels are the
+// optimizer's per-weight updates, which touch as many bytes as a weight cast), and on the CPU the
+// median kernel-launch call. docs/scenarios/amp.md.
+#include <fmt/format.h>
 
-#include "daydream/ingest.hpp"
-#include "daydream/replay.hpp"
+#include <unordered_set>
+#include <vector>
+
+#include "builtin.hpp"
+#include "common.hpp"
 #include "daydream/transform.hpp"
 
-int main(int argc, char** argv) try {
-  using namespace daydream;
-  if (argc != 2) return std::fprintf(stderr, "usage: %s TRACE\n", argv[0]), 2;
-  const char* tensor_core = "(?i)gemm|wgrad|conv";
-  const Graph baseline = build_graph(load_trace(argv[1]));
-  Graph amp = baseline;  // what-ifs change a copy
-  amp.select(TaskFilter().kind(TaskKind::kernel).name(tensor_core)).scale(1.0 / 3);
-  amp.select(TaskFilter().kind(TaskKind::kernel).name_not(tensor_core)).scale(1.0 / 2);
-  const auto before = make_replay_report(baseline, simulate(baseline));
-  const auto after = make_replay_report(amp, simulate(amp));
+namespace daydream::scenarios {
+namespace {
 
-  const auto ms = [](TimeNs ns) { return static_cast<double>(ns) / 1e6; };
-  std::printf("AMP what-if: %s\n%-20s %14s %14s %14s\n", argv[1], "iteration", "replay ms", "predicted ms", "predicted ns");
-  for (std::size_t i = 0; i < after.iterations.size() && i < before.iterations.size(); ++i)
-    std::printf("%-20s %14.6f %14.6f %14lld\n", after.iterations[i].name.c_str(), ms(before.iterations[i].simulated_ns),
-                ms(after.iterations[i].simulated_ns), static_cast<long long>(after.iterations[i].simulated_ns));
-  std::printf("%-20s %14.6f %14.6f %14lld\n", "makespan", ms(before.simulated_makespan_ns), ms(after.simulated_makespan_ns),
-              static_cast<long long>(after.simulated_makespan_ns));
-  return 0;
-} catch (const std::exception& e) {
-  std::fprintf(stderr, "error: %s\n", e.what());
-  return 1;
+// Matched, ignoring case, in the kernel name before its first '(' (function name and template
+// arguments: parameter lists mention types such as cudnnConvolutionStruct). The lookahead leaves
+// out the helper kernels of those libraries that do not run on tensor cores.
+constexpr const char* kTensorCore =
+    "(?i)^(?![^(]*(offsets|reduce|winogradtiles|winograd_nonfused))"
+    "[^(]*(gemm|conv|wgrad|dgrad|fprop|cutlass|xmma|scudnn|[sh](884|1688|16816))";
+constexpr const char* kElementwise = "(?i)elementwise";
+
+struct CastCost {
+  TimeNs gpu_ns = 0;             // the cast kernel
+  TimeNs launch_call_ns = 0;     // its launch call on the CPU
+  TimeNs launch_latency_ns = 0;  // call start -> kernel start (calibrated)
+  TimeNs stream_gap_ns = 0;      // cast end -> the tensor-core kernel's start (calibrated)
+};
+
+TaskId sequential_predecessor(const Graph& graph, TaskId task, EdgeType type) {
+  for (const auto& p : graph.predecessors(task))
+    if (p.edge.type == type) return p.task;
+  return kNoTask;
 }
+
+// The median elementwise kernel after scaling; any non-tensor-core kernel when there is none.
+TimeNs cast_kernel_ns(Graph& graph, const std::string& tensor_core) {
+  auto durations = [&](const TaskSet& set) {
+    std::vector<TimeNs> out;
+    for (TaskId t : set) out.push_back(graph.task(t).duration_ns);
+    return out;
+  };
+  auto elementwise = graph.select(TaskFilter().kind(TaskKind::kernel).name(kElementwise).name_not(tensor_core));
+  if (!elementwise.empty()) return median_ns(durations(elementwise));
+  return median_ns(durations(graph.select(TaskFilter().kind(TaskKind::kernel).name_not(tensor_core))));
+}
+
+// One cast kernel before `kernel` on its stream, launched by a new call before `call` on its
+// thread. Returns false (nothing inserted) when the call is the first task of its thread.
+bool insert_cast(Graph& graph, TaskId kernel, TaskId call, const CastCost& cost) {
+  const TaskId cpu_before = sequential_predecessor(graph, call, EdgeType::cpu_sequential);
+  if (cpu_before == kNoTask) return false;
+  const TaskId gpu_before = sequential_predecessor(graph, kernel, EdgeType::gpu_sequential);
+  NewTask launch;
+  launch.name = "cudaLaunchKernel (amp cast)";
+  launch.kind = TaskKind::runtime;
+  launch.unit = graph.task(call).unit;
+  launch.duration_ns = cost.launch_call_ns;
+  launch.after = {cpu_before};
+  launch.before = {call};
+  launch.iteration = graph.task(call).iteration;
+  launch.phase = Phase::forward;
+  const TaskId launch_id = graph.insert(launch);
+  NewTask cast;
+  cast.name = "amp cast fp32 -> fp16";
+  cast.kind = TaskKind::kernel;
+  cast.unit = graph.task(kernel).unit;
+  cast.duration_ns = cost.gpu_ns;
+  if (gpu_before != kNoTask) cast.after = {gpu_before};
+  cast.before = {kernel};
+  cast.before_delay_ns = cost.stream_gap_ns;
+  cast.iteration = graph.task(kernel).iteration;
+  cast.phase = Phase::forward;
+  const TaskId cast_id = graph.insert(cast);
+  graph.connect(launch_id, cast_id, {EdgeType::launch, Timing::start_to_start, cost.launch_latency_ns, false});
+  return true;
+}
+
+// One cast per forward operator, before its first tensor-core kernel. Returns the count.
+std::size_t insert_casts(Graph& graph, const std::vector<TaskId>& tensor_core, const CastCost& cost) {
+  std::unordered_set<std::int64_t> operators_done;
+  std::size_t inserted = 0;
+  for (TaskId kernel : tensor_core) {
+    const Task& task = graph.task(kernel);
+    if (task.phase != Phase::forward) continue;
+    if (task.op_event != kNone && !operators_done.insert(task.op_event).second) continue;
+    const TaskId call = launch_call_of(graph, kernel);
+    if (call != kNoTask && insert_cast(graph, kernel, call, cost)) ++inserted;
+  }
+  return inserted;
+}
+
+ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
+  const double tensor_core_factor = params.number("tensor_core"), other_factor = params.number("other");
+  const std::string& pattern = params.text("pattern");
+  check_pattern(pattern, "amp");
+  const auto launch_call_ns = median_launch_call_ns(graph);
+  auto tensor_core = graph.select(TaskFilter().kind(TaskKind::kernel).name(pattern));
+  auto other = graph.select(TaskFilter().kind(TaskKind::kernel).name_not(pattern));
+  const TimeNs tensor_core_before = tensor_core.total_duration_ns(), other_before = other.total_duration_ns();
+  tensor_core.scale(1.0 / tensor_core_factor);
+  other.scale(1.0 / other_factor);
+  ScenarioOutcome outcome;
+  const auto ms = [](TimeNs ns) { return static_cast<double>(ns) / 1e6; };
+  outcome.notes.push_back(fmt::format("{} tensor-core kernels scaled by 1/{:g} ({:.3f} -> {:.3f} ms), {} other kernels by "
+                                      "1/{:g} ({:.3f} -> {:.3f} ms)",
+                                      tensor_core.size(), tensor_core_factor, ms(tensor_core_before),
+                                      ms(tensor_core.total_duration_ns()), other.size(), other_factor, ms(other_before),
+                                      ms(other.total_duration_ns())));
+  if (params.integer("casts") == 0) return outcome;
+  if (graph.select(TaskFilter().phase(Phase::forward)).empty()) {
+    outcome.notes.push_back("no casts inserted: the graph marks no forward phase");
+    return outcome;
+  }
+  const Calibration& cal = graph.calibration();
+  const CastCost cost{cast_kernel_ns(graph, pattern), launch_call_ns,
+                      cal.launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)], cal.gpu_gap_ns};
+  const std::size_t inserted = insert_casts(graph, tensor_core.ids(), cost);
+  outcome.notes.push_back(fmt::format("{} fp16 weight casts inserted (one per forward operator with tensor-core kernels): "
+                                      "{} ns on the GPU, {} ns launch call each",
+                                      inserted, cost.gpu_ns, cost.launch_call_ns));
+  return outcome;
+}
+
+}  // namespace
+
+Scenario amp() {
+  auto factor = [](const char* name, double value, const char* description) {
+    ScenarioParam p;
+    p.name = name;
+    p.kind = ParamKind::number;
+    p.default_value = value;
+    p.min = 0;
+    p.min_exclusive = true;
+    p.description = description;
+    return p;
+  };
+  ScenarioParam casts;
+  casts.name = "casts";
+  casts.kind = ParamKind::integer;
+  casts.default_value = 1;
+  casts.min = 0;
+  casts.max = 1;
+  casts.description = "1: insert autocast's fp32 -> fp16 weight casts in the forward pass; 0: leave them out";
+  ScenarioParam pattern;
+  pattern.name = "pattern";
+  pattern.kind = ParamKind::text;
+  pattern.default_text = kTensorCore;
+  pattern.description = "regular expression naming the tensor-core kernels (GEMM, convolution)";
+  return {"amp",
+          "automatic mixed precision: tensor-core kernels / tensor_core, other kernels / other, plus fp16 weight casts",
+          {factor("tensor_core", 3, "speed-up of tensor-core kernels (GEMM, convolution)"),
+           factor("other", 2, "speed-up of every other kernel"), casts, pattern},
+          apply_amp};
+}
+
+}  // namespace daydream::scenarios

@@ -80,7 +80,10 @@ struct Edge {
 };
 
 /// Phase of a training iteration (filled by layer mapping; unknown until then).
-enum class Phase : std::uint8_t { unknown, forward, backward, update };
+/// `data_loading` is the main thread's work inside the DataLoader's `__next__` (loading and
+/// collating a batch without worker processes).
+enum class Phase : std::uint8_t { unknown, forward, backward, update, data_loading };
+inline constexpr std::size_t kPhaseCount = 5;
 std::string_view to_string(Phase phase);
 
 struct Task {
@@ -139,6 +142,15 @@ struct GraphOptions {
   double launch_queue_factor = 20.0;
   TimeNs launch_queue_min_ns = 50'000;
   TimeNs launch_queue_window_ns = 50'000;
+};
+
+/// A named CPU range of the trace (operator, annotation, ProfilerStep, DataLoader, optimizer
+/// step) on one thread, kept so that transformations can select the tasks inside it.
+struct CpuRange {
+  std::uint32_t name = 0;  ///< index into Graph::strings()
+  UnitId unit = 0;
+  TimeNs start_ns = 0;     ///< relative to the origin
+  TimeNs end_ns = 0;
 };
 
 struct GraphStorage;  // the Boost.Graph adjacency list, private to lib/graph
@@ -230,6 +242,9 @@ class Graph {
   std::vector<TaskId> find_cycle() const;
 
   // --- iterations, calibration, report ---
+  /// The trace's CPU ranges, by thread and start (shared by copies; never changed by transforms).
+  const std::vector<CpuRange>& ranges() const;
+  void set_ranges(std::vector<CpuRange> ranges);
   std::vector<Iteration>& iterations() { return iterations_; }
   const std::vector<Iteration>& iterations() const { return iterations_; }
   Calibration& calibration() { return calibration_; }
@@ -261,6 +276,7 @@ class Graph {
   std::vector<Unit> units_;
   std::vector<std::string> strings_;
   std::vector<Iteration> iterations_;
+  std::shared_ptr<const std::vector<CpuRange>> ranges_;
   Calibration calibration_;
   ImportReport report_;
   std::size_t removed_count_ = 0;

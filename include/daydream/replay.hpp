@@ -42,6 +42,15 @@ struct ReplayReport {
   CriticalPathSummary critical_path;
 };
 
+/// Where an iteration ran in a simulation: first start to last end of its live tasks on the
+/// thread holding its ProfilerStep range.
+struct IterationSpan {
+  std::size_t index;  ///< into Graph::iterations()
+  TimeNs start_ns, end_ns;
+};
+/// The spans of the iterations that still have tasks, in index order.
+std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const SimulationResult& result);
+
 /// Compares a simulation of `graph` with what the trace measured.
 ReplayReport make_replay_report(const Graph& graph, const SimulationResult& result);
 

@@ -40,6 +40,10 @@ class TaskFilter {
   TaskFilter& name_not(std::string pattern);  ///< task name does not match
   TaskFilter& op(std::string pattern);        ///< name of the operator around the task (or its launch) matches
   TaskFilter& layer(std::string pattern);     ///< layer name matches (tasks without a layer never match)
+  /// Inside a CPU range (Graph::ranges) whose name matches, at any depth: a CPU task whose
+  /// recorded start lies in such a range of its thread, a GPU task whose launch call does.
+  /// Inserted tasks (no recorded time) never match.
+  TaskFilter& within(std::string pattern);
   TaskFilter& phase(Phase phase);
   TaskFilter& iteration(std::int32_t index);
   /// Any further condition; called once per task that passed the other criteria.
@@ -52,7 +56,7 @@ class TaskFilter {
   std::vector<TaskKind> kinds_;
   std::vector<UnitId> units_;
   std::vector<UnitKind> unit_kinds_;
-  std::vector<std::string> names_, names_not_, ops_, layers_;
+  std::vector<std::string> names_, names_not_, ops_, layers_, within_;
   std::vector<Phase> phases_;
   std::vector<std::int32_t> iterations_;
   std::vector<std::function<bool(const Graph&, TaskId)>> predicates_;

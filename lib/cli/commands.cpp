@@ -2,14 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
+#include <limits>
 
+#include "daydream/error.hpp"
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
 #include "daydream/layers.hpp"
+#include "daydream/predict.hpp"
 #include "daydream/replay.hpp"
 #include "daydream/simulate.hpp"
 #include "daydream/stats.hpp"
+#include "common/text.hpp"
 #include "report/json_writer.hpp"
 
 namespace daydream::cli {
@@ -59,7 +64,177 @@ void print_layer_table(const LayerReport& r) {
                format_ms(row.cpu_ns), row.kernels);
 }
 
+// --- predict ---
+
+constexpr std::size_t kTopLayers = 10;
+
+std::string iteration_speedup(TimeNs baseline_ns, TimeNs predicted_ns) {
+  return speedup_text(predicted_ns > 0 ? static_cast<double>(baseline_ns) / static_cast<double>(predicted_ns) : 0.0);
+}
+
+void print_time_row(std::string_view name, TimeNs baseline_ns, TimeNs predicted_ns) {
+  fmt::print("{:<24} {:>14} {:>14} {:>9}\n", name, format_ms(baseline_ns), format_ms(predicted_ns),
+             iteration_speedup(baseline_ns, predicted_ns));
+}
+
+void print_critical_path(const PathBreakdown& path) {
+  const auto dominant = static_cast<std::size_t>(path.dominant());
+  fmt::print("\ncritical path of the predicted iterations: {} ms, dominated by {} ({})\n", format_ms(path.length_ns),
+             to_string(path.dominant()), share_text(path.by_category_ns[dominant], path.length_ns));
+  fmt::print("  {:<22} {:>12} {:>7}\n", "category", "ms", "share");
+  for (std::size_t c = 0; c < kPathCategoryCount; ++c)
+    fmt::print("  {:<22} {:>12} {:>7}\n", to_string(static_cast<PathCategory>(c)), format_ms(path.by_category_ns[c]),
+               share_text(path.by_category_ns[c], path.length_ns));
+  if (path.by_layer_ns.empty()) return;
+  if (path.by_layer_ns.size() == 1 && path.by_layer_ns[0].first == "(no layer)") {
+    fmt::print("\nno task on the critical path has a layer (where layers come from: docs/layers.md; or give --layers FILE)\n");
+    return;
+  }
+  fmt::print("\ntop layers on the critical path\n  {:<60} {:>12} {:>7}\n", "layer", "ms", "share");
+  for (std::size_t i = 0; i < std::min(kTopLayers, path.by_layer_ns.size()); ++i) {
+    const auto& [layer, ns] = path.by_layer_ns[i];
+    fmt::print("  {:<60} {:>12} {:>7}\n", layer, format_ms(ns), share_text(ns, path.length_ns));
+  }
+  if (path.by_layer_ns.size() > kTopLayers) fmt::print("  ({} more layers)\n", path.by_layer_ns.size() - kTopLayers);
+}
+
+void print_prediction_table(const Prediction& p, const std::string& trace) {
+  fmt::print("trace: {}\nscenario: {}\n\n{:<24} {:>14} {:>14} {:>9}\n", trace, p.scenario, "iteration", "baseline ms",
+             "predicted ms", "speedup");
+  for (const auto& it : p.iterations) print_time_row(it.name, it.baseline_ns, it.predicted_ns);
+  print_time_row("median", p.baseline_median_ns, p.predicted_median_ns);
+  print_time_row("total (whole run)", p.baseline_total_ns, p.predicted_total_ns);
+  print_critical_path(p.critical_path);
+  if (p.notes.empty()) return;
+  fmt::print("\nnotes\n");
+  for (const auto& note : p.notes) fmt::print("  - {}\n", note);
+}
+
+/// One scenario, not a grid (sweep runs grids).
+ScenarioSpec single_spec(const std::string& text) {
+  if (text.find('|') != std::string::npos)
+    throw Error(fmt::format("predict: '{}' is a grid (a value lists alternatives with '|'); predict takes one "
+                            "scenario, use `daydream sweep` for grids",
+                            text));
+  ScenarioSpec spec = parse_scenario_spec(text);
+  check_spec(spec);
+  return spec;
+}
+
+// --- scenarios ---
+
+/// The unit of a parameter kind's canonical values.
+std::string_view canonical_unit(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::bandwidth: return "bytes/s";
+    case ParamKind::bytes: return "bytes";
+    case ParamKind::duration: return "ns";
+    default: return "";
+  }
+}
+
+/// A canonical value: whole numbers as integers, others with 6 decimals, +-inf as null.
+void write_number(JsonWriter& w, double value) {
+  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+  if (std::isfinite(value) && value == std::floor(value) && std::abs(value) <= kExactIntegers)
+    w.value(static_cast<std::int64_t>(value));
+  else w.ratio(value);  // JsonWriter writes a non-finite ratio as null
+}
+
+void write_param(JsonWriter& w, const ScenarioParam& p) {
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  const bool text = p.kind == ParamKind::text;
+  w.begin_object().key("name").value(p.name).key("kind").value(to_string(p.kind)).key("default");
+  if (text) w.value(p.default_text);
+  else write_number(w, p.default_value);
+  w.key("min");
+  write_number(w, text ? -kInfinity : p.min);
+  w.key("max");
+  write_number(w, text ? kInfinity : p.max);
+  w.key("min_exclusive").value(p.min_exclusive).key("unit").value(canonical_unit(p.kind));
+  w.key("description").value(p.description).end_object();
+}
+
+/// describe_scenario's help with each parameter's description under its line ("  name (kind,
+/// range; default)").
+std::string with_descriptions(const Scenario& scenario, std::string_view help) {
+  std::string out;
+  std::size_t next_param = 0;
+  for (std::size_t begin = 0; begin < help.size();) {
+    const std::size_t end = std::min(help.find('\n', begin), help.size());
+    const std::string_view line = help.substr(begin, end - begin);
+    out.append(line).append("\n");
+    begin = end + 1;
+    if (next_param >= scenario.params.size()) continue;
+    const ScenarioParam& p = scenario.params[next_param];
+    if (!text::starts_with(line, "  " + p.name + " (")) continue;
+    if (!p.description.empty()) out.append("      ").append(p.description).append("\n");
+    ++next_param;
+  }
+  return out;
+}
+
+std::string scenarios_json() {
+  JsonWriter w;
+  w.begin_object().key("scenarios").begin_array();
+  for (const auto& [name, s] : scenario_registry()) {
+    w.begin_object().key("name").value(name).key("summary").value(s.summary).key("params").begin_array();
+    for (const auto& p : s.params) write_param(w, p);
+    w.end_array().key("help").value(describe_scenario(s)).end_object();
+  }
+  return w.end_array().end_object().str();
+}
+
 }  // namespace
+
+Graph load_graph(const std::string& trace, const std::string& layer_file) {
+  Graph graph = build_graph(load_trace(trace));
+  if (!layer_file.empty()) apply_layer_file(graph, layer_file);
+  return graph;
+}
+
+void check_spec(const ScenarioSpec& spec) { resolve_params(find_scenario(spec.name), spec); }
+
+std::string speedup_text(double speedup) {
+  return speedup > 0 && std::isfinite(speedup) ? fmt::format("{:.3f}x", speedup) : "n/a";
+}
+
+std::string share_text(std::int64_t part, std::int64_t whole) {
+  return fmt::format("{:.1f}%", whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+}
+
+int run_predict(const PredictOptions& options) {
+  const ScenarioSpec spec = single_spec(options.scenario);  // a bad spec fails before the trace is read
+  const Predictor predictor(load_graph(options.common.trace, options.layer_file));
+  Prediction prediction;
+  if (options.perfetto_file.empty()) {
+    prediction = predictor.predict(spec);
+  } else {
+    Graph changed;
+    SimulationResult result;
+    prediction = predictor.predict(spec, changed, result);
+    write_chrome_trace(options.perfetto_file, {{"baseline", &predictor.base(), &predictor.baseline()},
+                                               {"predicted: " + prediction.scenario, &changed, &result}});
+    fmt::print(stderr, "wrote the baseline and predicted timelines to {} (open it in https://ui.perfetto.dev)\n",
+               options.perfetto_file);
+  }
+  if (options.common.json) std::cout << to_json(prediction, options.common.trace);
+  else print_prediction_table(prediction, options.common.trace);
+  return 0;
+}
+
+int run_scenarios(bool json) {
+  if (json) {
+    std::cout << scenarios_json();
+    return 0;
+  }
+  bool first = true;
+  for (const auto& [name, s] : scenario_registry()) {
+    fmt::print("{}{}", first ? "" : "\n", with_descriptions(s, describe_scenario(s)));
+    first = false;
+  }
+  return 0;
+}
 
 int run_layers(const LayerOptions& options) {
   Graph graph = build_graph(load_trace(options.common.trace));

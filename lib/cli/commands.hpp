@@ -2,6 +2,11 @@
 // The CLI's commands: thin wrappers that load, build, simulate and print.
 
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "daydream/graph.hpp"
+#include "daydream/scenario.hpp"
 
 namespace daydream::cli {
 
@@ -19,5 +24,40 @@ struct LayerOptions {
   int depth = 0;
 };
 int run_layers(const LayerOptions& options);
+
+// --- issue 4: scenarios (docs/cli.md) ---
+
+struct PredictOptions {
+  CommonOptions common;
+  std::string scenario;       ///< one spec: name or name:key=value,...
+  std::string perfetto_file;  ///< write baseline + predicted timelines here (Chrome trace JSON)
+  std::string layer_file;
+};
+int run_predict(const PredictOptions& options);
+
+struct SweepCommandOptions {
+  CommonOptions common;
+  std::vector<std::string> scenarios;       ///< specs, grids allowed
+  std::vector<std::string> scenario_files;  ///< one spec per line
+  std::string layer_file;
+  unsigned threads = 0;  ///< 0: all hardware threads
+  bool csv = false;
+  bool quiet = false;    ///< no progress on stderr
+};
+int run_sweep(const SweepCommandOptions& options);
+
+int run_scenarios(bool json);
+
+// Shared by the commands (commands.cpp, sweep_table.cpp).
+
+/// Loads and builds the trace's graph, then applies the layer file if one is given.
+Graph load_graph(const std::string& trace, const std::string& layer_file);
+/// Checks a spec against its scenario (name, parameters, ranges) before any trace is loaded;
+/// throws Error with the library's message (it lists the valid names or parameters).
+void check_spec(const ScenarioSpec& spec);
+/// "1.976x", or "n/a" when the predicted time is not positive.
+std::string speedup_text(double speedup);
+/// part / whole as "63.2%" (0.0% for an empty whole).
+std::string share_text(std::int64_t part, std::int64_t whole);
 
 }  // namespace daydream::cli

@@ -14,6 +14,35 @@ void add_trace_options(CLI::App& command, daydream::cli::CommonOptions& options)
   command.add_flag("--json", options.json, "Print one JSON object instead of a table");
 }
 
+CLI::App* add_predict_command(CLI::App& app, daydream::cli::PredictOptions& options) {
+  auto* predict = app.add_subcommand("predict", "Predict one scenario: per-iteration baseline vs predicted time, the "
+                                                "critical path by category and layer, and the scenario's notes");
+  add_trace_options(*predict, options.common);
+  predict->add_option("--scenario", options.scenario,
+                      "Scenario: name or name:key=value,... (`daydream scenarios` lists them)")->required();
+  predict->add_option("--perfetto", options.perfetto_file,
+                      "Also write the baseline and predicted timelines to this Chrome trace JSON file (Perfetto)");
+  predict->add_option("--layers", options.layer_file, "JSON layer file to apply first (see docs/formats.md)");
+  return predict;
+}
+
+CLI::App* add_sweep_command(CLI::App& app, daydream::cli::SweepCommandOptions& options) {
+  auto* sweep = app.add_subcommand("sweep", "Predict many scenarios (grids: key=a|b) in parallel from one trace; one "
+                                            "row per scenario, after the baseline");
+  add_trace_options(*sweep, options.common);
+  // One value per occurrence, so that `--scenario a TRACE` does not take TRACE as a second spec.
+  sweep->add_option("--scenario", options.scenarios, "Scenario spec, grids allowed (repeat for more)")
+      ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sweep->add_option("--scenarios", options.scenario_files,
+                    "File listing one spec per line ('#' comments, grids allowed); repeatable")
+      ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sweep->add_option("--threads", options.threads, "Worker threads (0: all cores)")->check(CLI::Range(0u, 4096u));
+  sweep->add_flag("--csv", options.csv, "Print CSV instead of a table")->excludes("--json");
+  sweep->add_flag("--quiet", options.quiet, "No progress on stderr");
+  sweep->add_option("--layers", options.layer_file, "JSON layer file to apply first (see docs/formats.md)");
+  return sweep;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -31,12 +60,23 @@ int main(int argc, char** argv) {
   layers->add_option("--layers", layer_options.layer_file, "JSON layer file to apply (see docs/formats.md)");
   layers->add_option("--depth", layer_options.depth, "Aggregate layer paths to this many levels (0: full paths)")
       ->check(CLI::NonNegativeNumber);
+
+  daydream::cli::PredictOptions predict_options;
+  auto* predict = add_predict_command(app, predict_options);
+  daydream::cli::SweepCommandOptions sweep_options;
+  auto* sweep = add_sweep_command(app, sweep_options);
+  bool scenarios_json = false;
+  auto* scenarios = app.add_subcommand("scenarios", "List the scenarios with their parameters (kind, range, default)");
+  scenarios->add_flag("--json", scenarios_json, "Print one JSON object instead of text");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_pattern("%l: %v");
   try {
     if (replay->parsed()) return daydream::cli::run_replay(replay_options);
     if (stats->parsed()) return daydream::cli::run_stats(stats_options);
     if (layers->parsed()) return daydream::cli::run_layers(layer_options);
+    if (predict->parsed()) return daydream::cli::run_predict(predict_options);
+    if (sweep->parsed()) return daydream::cli::run_sweep(sweep_options);
+    if (scenarios->parsed()) return daydream::cli::run_scenarios(scenarios_json);
   } catch (const daydream::Error& e) {
     spdlog::error("{}", e.what());
     return 1;

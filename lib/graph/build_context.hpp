@@ -39,6 +39,7 @@ struct BuildContext {
   std::vector<std::vector<TaskId>> unit_tasks;  ///< per unit: tasks in recorded order
   std::vector<TaskId> launched_by;           ///< per task (GPU): the API task that launched it
   std::vector<std::uint8_t> woken;           ///< per task (CPU): a cross_thread edge explains its start
+  std::vector<CpuRange> ranges;              ///< every CPU range, for Graph::ranges()
   /// (CPU task, autograd sequence number of its innermost operator that has one)
   std::vector<std::pair<TaskId, std::int64_t>> task_sequence;
   /// (correlation, event position) of GPU activities and of cuda_sync records, sorted.

@@ -67,6 +67,7 @@ Graph build_graph(const Trace& trace, const GraphOptions& options) {
   build_cpu_sequential_edges(ctx);
   set_releases(ctx);
   assign_iterations(ctx);
+  graph.set_ranges(std::move(ctx.ranges));
   if (auto cycle = graph.find_cycle(); !cycle.empty())
     throw Error(trace.path, Error::kNoEvent, "", "internal: the built graph has a cycle through task " +
                                                      std::to_string(cycle.front()));

@@ -67,6 +67,8 @@ class ThreadSegmenter {
     if (!stack_.empty()) emit(stack_.back().position, cursor_, e.start_ns);
     cursor_ = e.start_ns;
     stack_.push_back({position, end});
+    if (is_cpu_range(e.kind))
+      ctx_.ranges.push_back({ctx_.graph.intern(ctx_.trace.name_of(e)), unit_, ctx_.rel(e.start_ns), ctx_.rel(end)});
   }
 
   void close_until(TimeNs time) {

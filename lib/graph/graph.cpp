@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "daydream/error.hpp"
 #include "graph/graph_storage.hpp"
@@ -55,6 +56,7 @@ std::string_view to_string(Phase phase) {
     case Phase::forward: return "forward";
     case Phase::backward: return "backward";
     case Phase::update: return "update";
+    case Phase::data_loading: return "data_loading";
   }
   return "?";
 }
@@ -68,6 +70,18 @@ Graph::Graph(Graph&&) noexcept = default;
 Graph& Graph::operator=(Graph&&) noexcept = default;
 Graph::Graph(const Graph&) = default;
 Graph& Graph::operator=(const Graph&) = default;
+
+const std::vector<CpuRange>& Graph::ranges() const {
+  static const std::vector<CpuRange> none;
+  return ranges_ ? *ranges_ : none;
+}
+
+void Graph::set_ranges(std::vector<CpuRange> ranges) {
+  std::sort(ranges.begin(), ranges.end(), [](const CpuRange& a, const CpuRange& b) {
+    return std::tie(a.unit, a.start_ns, b.end_ns) < std::tie(b.unit, b.start_ns, a.end_ns);  // outer first
+  });
+  ranges_ = std::make_shared<const std::vector<CpuRange>>(std::move(ranges));
+}
 
 GraphStorage& Graph::structure() {
   if (storage_.use_count() > 1) storage_ = std::make_shared<GraphStorage>(*storage_);

@@ -55,7 +55,7 @@ Phase TaskContext::phase() const {
   if (marked_phase_) return *marked_phase_;
   if (update_) return Phase::update;
   if (backward_) return Phase::backward;
-  if (loading_) return Phase::unknown;
+  if (loading_) return Phase::data_loading;
   return in_step_ ? Phase::forward : Phase::unknown;
 }
 

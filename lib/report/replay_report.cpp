@@ -37,10 +37,10 @@ IterationTime gpu_span(const Graph& graph, const SimulationResult& result) {
   return {"span", measured_last - measured_first, simulated_last - simulated_first};
 }
 
-// Per iteration with tasks: (first start, last end) of its live tasks on the thread holding its
-// ProfilerStep range. Transformations may remove or insert tasks there, so this is a scan.
-std::vector<std::pair<std::size_t, std::pair<TimeNs, TimeNs>>> iteration_spans(const Graph& graph,
-                                                                                 const SimulationResult& result) {
+}  // namespace
+
+// Transformations may remove or insert tasks in an iteration, so this is a scan.
+std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const SimulationResult& result) {
   const auto& iterations = graph.iterations();
   std::vector<std::pair<TimeNs, TimeNs>> span(iterations.size(), {std::numeric_limits<TimeNs>::max(), -1});
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {
@@ -51,13 +51,11 @@ std::vector<std::pair<std::size_t, std::pair<TimeNs, TimeNs>>> iteration_spans(c
     auto& s = span[static_cast<std::size_t>(task.iteration)];
     s = {std::min(s.first, result.start_ns[t]), std::max(s.second, result.end_ns[t])};
   }
-  std::vector<std::pair<std::size_t, std::pair<TimeNs, TimeNs>>> out;
+  std::vector<IterationSpan> out;
   for (std::size_t i = 0; i < span.size(); ++i)
-    if (span[i].second >= 0) out.emplace_back(i, span[i]);
+    if (span[i].second >= 0) out.push_back({i, span[i].first, span[i].second});
   return out;
 }
-
-}  // namespace
 
 CriticalPathSummary summarize_critical_path(const Graph& graph, const SimulationResult& result) {
   CriticalPathSummary s;
@@ -78,9 +76,9 @@ CriticalPathSummary summarize_critical_path(const Graph& graph, const Simulation
 ReplayReport make_replay_report(const Graph& graph, const SimulationResult& result) {
   ReplayReport report;
   report.trace = graph.source_path;
-  for (const auto& [index, span] : iteration_spans(graph, result)) {
-    const Iteration& it = graph.iterations()[index];
-    report.iterations.push_back({it.name, it.measured_ns, span.second - span.first});
+  for (const auto& span : simulated_iteration_spans(graph, result)) {
+    const Iteration& it = graph.iterations()[span.index];
+    report.iterations.push_back({it.name, it.measured_ns, span.end_ns - span.start_ns});
   }
   report.span = gpu_span(graph, result);
   report.simulated_makespan_ns = result.makespan_ns;

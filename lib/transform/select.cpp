@@ -4,6 +4,7 @@
 // over millions of tasks costs a few comparisons per task.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 
@@ -19,6 +20,7 @@ TaskFilter& TaskFilter::name(std::string pattern) { return names_.push_back(std:
 TaskFilter& TaskFilter::name_not(std::string pattern) { return names_not_.push_back(std::move(pattern)), *this; }
 TaskFilter& TaskFilter::op(std::string pattern) { return ops_.push_back(std::move(pattern)), *this; }
 TaskFilter& TaskFilter::layer(std::string pattern) { return layers_.push_back(std::move(pattern)), *this; }
+TaskFilter& TaskFilter::within(std::string pattern) { return within_.push_back(std::move(pattern)), *this; }
 TaskFilter& TaskFilter::phase(Phase p) { return phases_.push_back(p), *this; }
 TaskFilter& TaskFilter::iteration(std::int32_t index) { return iterations_.push_back(index), *this; }
 TaskFilter& TaskFilter::where(std::function<bool(const Graph&, TaskId)> predicate) {
@@ -78,6 +80,41 @@ class PatternCache {
   std::vector<std::uint8_t> cache_;
 };
 
+/// The intervals of matching CPU ranges per unit (merged, sorted): "is time t of unit u inside one?".
+class RangeIndex {
+ public:
+  RangeIndex(const Graph& graph, const std::vector<std::string>& patterns) : active_(!patterns.empty()) {
+    if (!active_) return;
+    PatternCache names(graph, patterns, "within");
+    intervals_.resize(graph.units().size());
+    for (const CpuRange& r : graph.ranges()) {  // sorted by unit, then start
+      if (!names.any(r.name)) continue;
+      auto& list = intervals_[r.unit];
+      if (!list.empty() && r.start_ns <= list.back().second) list.back().second = std::max(list.back().second, r.end_ns);
+      else list.emplace_back(r.start_ns, r.end_ns);
+    }
+  }
+  bool active() const { return active_; }
+
+  bool contains(const Graph& graph, TaskId id) const {
+    const Task& t = graph.task(id);
+    if (t.source_event == kNone) return false;  // inserted by a transformation
+    if (graph.units()[t.unit].kind == UnitKind::cpu_thread) return inside(t.unit, t.recorded_start_ns);
+    for (const auto& p : graph.predecessors(id))
+      if (p.edge.type == EdgeType::launch) return contains(graph, p.task);
+    return false;
+  }
+
+ private:
+  bool inside(UnitId unit, TimeNs time) const {
+    const auto& list = intervals_[unit];
+    auto it = std::upper_bound(list.begin(), list.end(), time, [](TimeNs v, const auto& iv) { return v < iv.first; });
+    return it != list.begin() && time < std::prev(it)->second;
+  }
+  bool active_;
+  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> intervals_;
+};
+
 }  // namespace
 
 /// A filter compiled against one graph.
@@ -85,7 +122,7 @@ class TaskSelector {
  public:
   TaskSelector(const Graph& graph, const TaskFilter& f)
       : graph_(graph), f_(f), names_(graph, f.names_, "name"), names_not_(graph, f.names_not_, "name"),
-        ops_(graph, f.ops_, "op"), layers_(graph, f.layers_, "layer") {}
+        ops_(graph, f.ops_, "op"), layers_(graph, f.layers_, "layer"), within_(graph, f.within_) {}
 
   bool operator()(TaskId id) {
     const Task& t = graph_.task(id);
@@ -96,6 +133,7 @@ class TaskSelector {
     if (names_not_.active() && names_not_.any(t.name)) return false;
     if (ops_.active() && (t.op_name == 0 || !ops_.any(t.op_name))) return false;
     if (layers_.active() && (t.layer == 0 || !layers_.any(t.layer))) return false;
+    if (within_.active() && !within_.contains(graph_, id)) return false;
     for (const auto& predicate : f_.predicates_)
       if (!predicate(graph_, id)) return false;
     return true;
@@ -105,6 +143,7 @@ class TaskSelector {
   const Graph& graph_;
   const TaskFilter& f_;
   PatternCache names_, names_not_, ops_, layers_;
+  RangeIndex within_;
 };
 
 bool TaskFilter::matches(const Graph& graph, TaskId task) const { return TaskSelector(graph, *this)(task); }

@@ -127,7 +127,7 @@ def test_select_filters(small_trace):
     assert g.select(unit="GPU 0 stream 7").ids == g.select(unit=stream).ids == g.select(kind=["kernel", "memcpy"]).ids
     assert len(g.select(unit_kind="gpu_stream")) == 4
     assert [t.name for t in g.select(kind="kernel", op="conv")] == ["implicit_convolve_sgemm"]
-    assert len(g.select(phase="unknown")) + len(g.select(phase=["forward", "backward", "update"])) == len(g)
+    assert len(g.select(phase="unknown")) + len(g.select(phase=["forward", "backward", "update", "data_loading"])) == len(g)
     assert len(g.select(layer=".")) == 0  # no layer file applied
     assert len(g.select(kind=None)) == len(g)  # None: no filter
 

@@ -17,34 +17,15 @@
 #include "daydream/ingest.hpp"
 #include "daydream/replay.hpp"
 #include "daydream/simulate.hpp"
+#include "shared_traces.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace daydream;
 
-const fs::path kShared = DAYDREAM_SHARED_TRACES;
-
-// Catch2 v2 has no SKIP: warn visibly and leave the test case.
-#define SKIP_WITHOUT_SHARED_TRACES()                                                   \
-  do {                                                                                 \
-    if (!fs::is_directory(kShared)) {                                                  \
-      WARN("shared traces folder " << kShared.string() << " absent: skipped");         \
-      return;                                                                          \
-    }                                                                                  \
-  } while (false)
-
-// The Kineto traces of one folder (sorted), or the single file `relative` names.
-std::vector<fs::path> traces_at(const std::string& relative) {
-  const fs::path path = kShared / relative;
-  if (fs::is_regular_file(path)) return {path};
-  std::vector<fs::path> files;
-  if (fs::is_directory(path))
-    for (const auto& entry : fs::directory_iterator(path))
-      if (entry.is_regular_file() && entry.path().string().find(".json") != std::string::npos) files.push_back(entry.path());
-  std::sort(files.begin(), files.end());
-  return files;
-}
+using test::kShared;
+using test::traces_at;
 
 // Every Kineto trace under the shared folder: JSON files that are not PyTorch execution traces
 // (`et/` folders, `*_et.json.gz`).

@@ -10,7 +10,12 @@ the way an optimization would, and simulate it to predict the new iteration time
     faster.select(kind="kernel").scale(0.5)          # GPU kernels twice as fast
     print(graph.simulate().iteration_times_ms, faster.simulate().iteration_times_ms)
 
-See docs/python.md for the whole API.
+or with the library's scenarios (daydream.scenarios() lists them)::
+
+    print(daydream.predict(graph, "faster_gpu:factor=2").speedup)
+    frame = daydream.sweep(graph, ["amp", "faster_gpu:factor=1.5|2|4"])
+
+See docs/python.md for the whole API; daydream.plot draws sweeps and timelines (matplotlib).
 """
 
 import sys as _sys
@@ -22,13 +27,21 @@ from ._core import (
     UNIT_KINDS,
     Error,
     Graph,
+    Prediction,
     Result,
     Task,
     TaskSet,
     __version__,
+    apply_scenario,
     collector,
+    describe,
     load,
+    predict,
+    scenarios,
+    write_timeline,
 )
+from . import plot
+from ._sweep import sweep
 
 Error.__module__ = "daydream"
 
@@ -43,9 +56,16 @@ __all__ = [
     "UNIT_KINDS",
     "Error",
     "Graph",
+    "Prediction",
     "Result",
     "Task",
     "TaskSet",
     "__version__",
+    "apply_scenario",
+    "describe",
     "load",
+    "predict",
+    "scenarios",
+    "sweep",
+    "write_timeline",
 ]

@@ -34,14 +34,14 @@ std::vector<std::string> edge_type_names() { return names_of<EdgeType>(kEdgeType
 std::vector<std::string> unit_kind_names() { return names_of<UnitKind>(3); }
 std::vector<std::string> phase_names() {
   // Phase order in Python: the phases of an iteration first, unknown last.
-  return {"forward", "backward", "update", "unknown"};
+  return {"forward", "backward", "update", "data_loading", "unknown"};
 }
 
 TaskKind parse_task_kind(const std::string& text) { return parse_enum<TaskKind>(text, task_kind_names(), "task kind"); }
 EdgeType parse_edge_type(const std::string& text) { return parse_enum<EdgeType>(text, edge_type_names(), "edge type"); }
 UnitKind parse_unit_kind(const std::string& text) { return parse_enum<UnitKind>(text, unit_kind_names(), "unit kind"); }
 Phase parse_phase(const std::string& text) {
-  return parse_enum<Phase>(text, names_of<Phase>(4), "phase");  // enum order: unknown, forward, ...
+  return parse_enum<Phase>(text, names_of<Phase>(kPhaseCount), "phase");  // enum order: unknown, forward, ...
 }
 
 TaskId task_id_in(const GraphBox& box, py::handle handle) {
@@ -129,7 +129,7 @@ py::object int64_column(const py::module_& numpy, const std::vector<std::int64_t
 TaskColumns::TaskColumns(const Graph& graph) : graph_(graph) {
   for (const auto& u : graph.units()) unit_names_.push_back(py::str(u.name));
   for (std::size_t k = 0; k < kTaskKindCount; ++k) kind_names_.push_back(py::str(std::string(to_string(static_cast<TaskKind>(k)))));
-  for (const auto phase : {Phase::unknown, Phase::forward, Phase::backward, Phase::update})
+  for (const auto phase : {Phase::unknown, Phase::forward, Phase::backward, Phase::update, Phase::data_loading})
     phase_names_.push_back(py::str(std::string(to_string(phase))));
 }
 

@@ -15,6 +15,7 @@ using namespace daydream::python;
 
 namespace daydream::python {
 void init_collector(py::module_& m);  // collector.cpp: the daydream.collector submodule
+void init_predict(py::module_& m);    // predict.cpp: scenarios, predictions, sweeps, timelines
 }
 
 PYBIND11_MODULE(_core, m) {
@@ -52,5 +53,6 @@ PYBIND11_MODULE(_core, m) {
   init_transform(m);
   init_simulate(m);
   init_load(m);
+  init_predict(m);
   init_collector(m);
 }

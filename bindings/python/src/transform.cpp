@@ -16,7 +16,7 @@ namespace {
 using GraphClass = py::class_<GraphBox, GraphPtr>;
 using TaskSetClass = py::class_<TaskSetRef>;
 
-constexpr const char* kFilterNames = "kind, name, name_not, op, layer, phase, unit, unit_kind, iteration";
+constexpr const char* kFilterNames = "kind, name, name_not, op, layer, within, phase, unit, unit_kind, iteration";
 
 /// Calls `fn` on `value`, or on each item when it is a list/tuple/set (a str is one value).
 template <typename Fn>
@@ -61,6 +61,8 @@ TaskFilter make_filter(const GraphBox& box, const py::kwargs& filters, const cha
       for_each_value(value, [&](py::handle v) { f.op(as_pattern(v, key)); });
     } else if (key == "layer") {
       for_each_value(value, [&](py::handle v) { f.layer(as_pattern(v, key)); });
+    } else if (key == "within") {
+      for_each_value(value, [&](py::handle v) { f.within(as_pattern(v, key)); });
     } else if (key == "phase") {
       for_each_value(value, [&](py::handle v) { f.phase(parse_phase(as_str(v, key))); });
     } else if (key == "unit") {
@@ -222,7 +224,9 @@ void init_transform(py::module_& m) {
            "  kind: 'cpu', 'runtime', 'kernel', 'memcpy', 'memset', 'communication'\n"
            "  name / name_not / op / layer: ECMAScript regular expressions searched in the task name, "
            "the operator name, the layer name (case-sensitive)\n"
-           "  phase: 'forward', 'backward', 'update', 'unknown'\n"
+           "  within: a regular expression naming CPU ranges (operators, annotations such as "
+           "'Optimizer.step' or 'DataLoader'): tasks inside one, GPU tasks by their launch call\n"
+           "  phase: 'forward', 'backward', 'update', 'data_loading', 'unknown'\n"
            "  unit: a unit name or id;  unit_kind: 'cpu_thread', 'gpu_stream', 'comm_channel'\n"
            "  iteration: an iteration index\n"
            "An unknown filter name raises TypeError.")

@@ -3,10 +3,10 @@
 
 Kernels that run on tensor cores under AMP take 1/3 of their time, every other GPU kernel 1/2;
 copies, memsets, collectives and all CPU work keep their recorded durations. Tensor-core kernels
-are those whose name contains "gemm", "wgrad" or "conv", in any case. scenarios/amp.cpp (whatif_amp)
+are those whose name contains "gemm", "wgrad" or "conv", in any case. scenarios/examples/whatif_amp.cpp (whatif_amp)
 is the same script in C++; a ctest checks that both print the same prediction, to the ns.
 
-    python3 scenarios/amp.py TRACE
+    python3 scenarios/examples/amp.py TRACE
 """
 import sys
 

@@ -1,0 +1,80 @@
+// Sweep throughput: scenarios predicted per second from one base graph, by thread count, with
+// the per-scenario cost split into its parts (copy + apply, simulate, report). One JSON line per
+// thread count on stdout.
+//
+//   daydream_bench_sweep TRACE [SCENARIOS=48] [THREADS=1,2] [RUNS=3]
+//
+// The scenario mix cycles through cheap and structural what-ifs: faster_gpu / amp (durations
+// only), dataloader_workers (inserts tasks and units), each with varying parameters so no two
+// specs are equal.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <exception>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/measure.hpp"
+#include "daydream/ingest.hpp"
+#include "daydream/predict.hpp"
+
+namespace {
+
+std::vector<daydream::ScenarioSpec> scenario_mix(std::size_t count) {
+  std::vector<daydream::ScenarioSpec> specs;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::string text;
+    switch (i % 3) {
+      case 0: text = fmt::format("faster_gpu:factor={}", 1.0 + 0.1 * double(i + 1)); break;
+      case 1: text = fmt::format("amp:tensor_core={},other={}", 2.0 + 0.05 * double(i), 1.5 + 0.01 * double(i)); break;
+      default: text = fmt::format("dataloader_workers:workers={}", 1 + i % 16); break;
+    }
+    specs.push_back(daydream::parse_scenario_spec(text));
+  }
+  return specs;
+}
+
+std::vector<unsigned> parse_threads(const std::string& list) {
+  std::vector<unsigned> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(static_cast<unsigned>(std::stoul(item)));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  using namespace daydream;
+  using bench::Clock;
+  if (argc < 2) return std::fprintf(stderr, "usage: %s TRACE [SCENARIOS=48] [THREADS=1,2] [RUNS=3]\n", argv[0]), 2;
+  const std::size_t count = argc > 2 ? std::stoul(argv[2]) : 48;
+  const auto threads = parse_threads(argc > 3 ? argv[3] : "1,2");
+  const int runs = argc > 4 ? std::atoi(argv[4]) : 3;
+
+  auto start = Clock::now();
+  const Predictor predictor(build_graph(load_trace(argv[1])));
+  const double setup_s = bench::seconds_since(start);
+  const auto specs = scenario_mix(count);
+  for (unsigned t : threads) {
+    bench::Timings timings;
+    std::size_t failed = 0;
+    for (int r = 0; r < runs; ++r) {
+      start = Clock::now();
+      const auto rows = sweep(predictor, specs, {t, {}});
+      timings.add(bench::seconds_since(start));
+      failed = 0;
+      for (const auto& row : rows) failed += row.prediction ? 0 : 1;
+    }
+    std::printf("{\"bench\": \"sweep\", \"trace\": \"%s\", \"tasks\": %zu, \"scenarios\": %zu, \"threads\": %u, "
+                "\"failed\": %zu, \"setup_s\": %.3f, \"best_s\": %.4f, \"median_s\": %.4f, "
+                "\"scenarios_per_s\": %.1f, \"ms_per_scenario\": %.2f, \"peak_rss_mib\": %.1f}\n",
+                argv[1], predictor.base().num_tasks(), specs.size(), t, failed, setup_s, timings.best(),
+                timings.median(), double(specs.size()) / timings.best(), 1e3 * timings.best() / double(specs.size()),
+                bench::peak_rss_mib());
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "error: %s\n", e.what());
+  return 1;
+}

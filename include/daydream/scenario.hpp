@@ -1,0 +1,137 @@
+#pragma once
+/// @file scenario.hpp
+/// @brief Named what-if scenarios ("amp", "ddp:machines=4,gpus=2,bandwidth=10Gbps", ...): each is a
+/// short script over the transformation primitives with typed, range-checked parameters.
+///
+/// A scenario changes a copy of the graph the way the optimization would; predict.hpp simulates
+/// it. The library's scenarios live in `scenarios/` (one file each, docs/scenarios.md) and are
+/// listed by scenario_registry(); users can register their own.
+///
+/// @code
+///   daydream::Graph amp = graph;
+///   auto applied = daydream::apply_scenario(amp, daydream::parse_scenario_spec("amp:tensor_core=3"));
+///   auto result = daydream::simulate(amp, applied.policy ? *applied.policy : daydream::TraceOrderPolicy{});
+/// @endcode
+
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "daydream/graph.hpp"
+#include "daydream/simulate.hpp"
+
+namespace daydream {
+
+/// How a parameter's text is read, and its canonical unit.
+enum class ParamKind : std::uint8_t {
+  number,     ///< plain number ("2", "0.5")
+  integer,    ///< whole number ("4")
+  bandwidth,  ///< bytes per second: "10Gbps", "100Mbps", "1.5GB/s", "900MB/s"; a bare number is Gbps
+  bytes,      ///< bytes: "25MB", "4MiB", "512KB", "1000"; a bare number is bytes
+  duration,   ///< nanoseconds: "5us", "1.5ms", "200ns", "1s"; a bare number is microseconds
+  text,       ///< a word (stored in ScenarioParams::text), e.g. a regular expression or a file
+};
+std::string_view to_string(ParamKind kind);
+
+/// One parameter of a scenario. Values are stored in canonical units (see ParamKind).
+/// Written `{"factor", ParamKind::number, 2.0, "speed-up factor", 0, inf, true}` (a factor > 0).
+struct ScenarioParam {
+  ScenarioParam() = default;
+  ScenarioParam(std::string name_, ParamKind kind_, double default_value_, std::string description_,
+                double min_ = -std::numeric_limits<double>::infinity(),
+                double max_ = std::numeric_limits<double>::infinity(), bool min_exclusive_ = false)
+      : name(std::move(name_)), kind(kind_), default_value(default_value_), description(std::move(description_)),
+        min(min_), max(max_), min_exclusive(min_exclusive_) {}
+  /// A text parameter (a word, a regular expression, a file name).
+  static ScenarioParam text(std::string name, std::string default_text, std::string description) {
+    ScenarioParam p(std::move(name), ParamKind::text, 0, std::move(description));
+    p.default_text = std::move(default_text);
+    return p;
+  }
+
+  std::string name;
+  ParamKind kind = ParamKind::number;
+  double default_value = 0;  ///< canonical units; ignored for text
+  std::string description;   ///< one line, with the unit
+  double min = -std::numeric_limits<double>::infinity();  ///< inclusive bounds, canonical units
+  double max = std::numeric_limits<double>::infinity();
+  bool min_exclusive = false;  ///< true: value must be > min
+  std::string default_text;    ///< default of a text parameter
+};
+
+/// A scenario name with its arguments as written: `name` or `name:key=value,key=value`.
+struct ScenarioSpec {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> args;  ///< in the order written
+  std::string text() const;  ///< canonical form: name[:key=value,...] as written
+};
+
+/// Parses `name` or `name:key=value,...`. Throws Error for an empty name, a missing '=' or a
+/// repeated key. Does not check names against the registry (apply_scenario does).
+ScenarioSpec parse_scenario_spec(std::string_view text);
+
+/// Expands grids: a value may list alternatives separated by '|' ("bandwidth=10Gbps|40Gbps").
+/// Returns every combination, the first key varying slowest.
+std::vector<ScenarioSpec> expand_scenario_grid(std::string_view text);
+
+/// Reads a scenario file: one spec (grids allowed) per line; blank lines and lines starting
+/// with '#' are skipped. Errors name the file and line.
+std::vector<ScenarioSpec> read_scenario_file(const std::string& path);
+
+/// The parameters of one run of a scenario, every one set (defaults filled in).
+class ScenarioParams {
+ public:
+  double number(std::string_view name) const;   ///< canonical units; throws for an unknown name
+  std::int64_t integer(std::string_view name) const;
+  const std::string& text(std::string_view name) const;
+  bool given(std::string_view name) const;      ///< set in the spec (not a default)
+  void set(const std::string& name, double value, bool given);
+  void set_text(const std::string& name, std::string value, bool given);
+
+ private:
+  std::map<std::string, double, std::less<>> numbers_;
+  std::map<std::string, std::string, std::less<>> texts_;
+  std::map<std::string, bool, std::less<>> given_;
+};
+
+/// What applying a scenario produced besides the changed graph.
+struct ScenarioOutcome {
+  /// The schedule to simulate with; null = trace order.
+  std::shared_ptr<const SchedulePolicy> policy;
+  /// Facts worth reporting ("fitted latency 23 us, bandwidth 9.1 GB/s from 21 collectives").
+  std::vector<std::string> notes;
+};
+
+/// A scenario: its name, what it models, its parameters and the script that applies it.
+struct Scenario {
+  std::string name;
+  std::string summary;  ///< one line
+  std::vector<ScenarioParam> params;
+  /// Changes `graph` in place. Throws Error when the graph lacks what the scenario needs.
+  std::function<ScenarioOutcome(Graph& graph, const ScenarioParams& params)> apply;
+};
+
+/// Every registered scenario, by name.
+const std::map<std::string, Scenario, std::less<>>& scenario_registry();
+/// Adds (or replaces) a scenario; not thread-safe against concurrent lookups.
+void register_scenario(Scenario scenario);
+/// Throws Error listing the valid names when there is no such scenario.
+const Scenario& find_scenario(std::string_view name);
+
+/// Checks a spec against its scenario's parameters and fills in the defaults. Throws Error for an
+/// unknown name or parameter, an unreadable value or one out of range; the message lists the
+/// valid names, or the parameters with their ranges and defaults.
+ScenarioParams resolve_params(const Scenario& scenario, const ScenarioSpec& spec);
+
+/// resolve_params + apply: changes `graph` in place.
+ScenarioOutcome apply_scenario(Graph& graph, const ScenarioSpec& spec);
+
+/// Human-readable help for one scenario (parameters, units, ranges, defaults).
+std::string describe_scenario(const Scenario& scenario);
+
+}  // namespace daydream

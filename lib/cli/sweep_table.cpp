@@ -1,0 +1,191 @@
+// `daydream sweep`: many scenarios against one trace, in parallel, printed as a table, CSV or
+// JSON (docs/cli.md). Output is identical byte for byte across runs and thread counts: rows keep
+// the input order and every number has a fixed format. Progress goes to stderr.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+
+#include "cli/commands.hpp"
+#include "daydream/error.hpp"
+#include "daydream/predict.hpp"
+#include "report/json_writer.hpp"
+
+namespace daydream::cli {
+namespace {
+
+/// The unchanged trace as a scenario: the baseline row is then predicted exactly like every
+/// row's baseline (median iteration, critical path inside the iterations), in parallel with them.
+constexpr std::string_view kBaseline = "baseline";
+
+void register_baseline_scenario() {
+  if (scenario_registry().count(kBaseline) != 0) return;
+  register_scenario({std::string(kBaseline), "the trace as recorded (no change)", {},
+                     [](Graph&, const ScenarioParams&) { return ScenarioOutcome{}; }});
+}
+
+double dominant_share(const PathBreakdown& path) {
+  const TimeNs dominant = path.by_category_ns[static_cast<std::size_t>(path.dominant())];
+  return path.length_ns > 0 ? static_cast<double>(dominant) / static_cast<double>(path.length_ns) : 0.0;
+}
+
+std::string dominant_text(const PathBreakdown& path) {
+  return fmt::format("{} {}", to_string(path.dominant()),
+                     share_text(path.by_category_ns[static_cast<std::size_t>(path.dominant())], path.length_ns));
+}
+
+/// The specs of --scenario (grids expanded) then of each --scenarios file, in the order given;
+/// each is checked against its scenario before any trace is loaded.
+std::vector<ScenarioSpec> collect_specs(const SweepCommandOptions& options) {
+  std::vector<ScenarioSpec> specs;
+  for (const auto& text : options.scenarios)
+    for (auto& spec : expand_scenario_grid(text)) specs.push_back(std::move(spec));
+  for (const auto& file : options.scenario_files)
+    for (auto& spec : read_scenario_file(file)) specs.push_back(std::move(spec));
+  if (specs.empty()) throw Error("sweep: no scenario given (use --scenario SPEC or --scenarios FILE)");
+  for (const auto& spec : specs) check_spec(spec);
+  return specs;
+}
+
+/// Progress on stderr once a sweep has run for 2 s: one line rewritten with '\r' on a terminal
+/// (at most 10 times a second), otherwise a line per 10% of the predictions.
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled), terminal_(isatty(fileno(stderr)) != 0) {}
+
+  void operator()(std::size_t done, std::size_t total) {
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (!enabled_ || elapsed_s < kQuietSeconds) return;
+    const std::size_t tenth = done * 10 / total;
+    if (!terminal_ && tenth == last_tenth_) return;
+    if (terminal_ && done < total && elapsed_s - last_print_s_ < kRedrawSeconds) return;
+    last_tenth_ = tenth;
+    last_print_s_ = elapsed_s;
+    fmt::print(stderr, "{}sweep: {}/{} predictions ({}%), {:.1f} s{}", terminal_ ? "\r" : "", done, total,
+               done * 100 / total, elapsed_s, terminal_ ? "" : "\n");
+    std::fflush(stderr);
+    printed_ = true;
+  }
+  /// Ends the terminal's progress line.
+  void finish() const {
+    if (printed_ && terminal_) fmt::print(stderr, "\n");
+  }
+
+ private:
+  static constexpr double kQuietSeconds = 2.0;
+  static constexpr double kRedrawSeconds = 0.1;  // terminal redraws at most 10 times a second
+  bool enabled_, terminal_;
+  bool printed_ = false;
+  std::size_t last_tenth_ = 0;
+  double last_print_s_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+/// Errors on one line for the table (messages listing parameters span lines).
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  return text;
+}
+
+void print_table(const std::string& trace, const Prediction& baseline, const std::vector<SweepRow>& rows) {
+  std::size_t width = kBaseline.size();
+  for (const auto& row : rows) width = std::max(width, row.spec.text().size());
+  fmt::print("trace: {}\n\n{:<{}}  {:>14} {:>9}  {}\n", trace, "scenario", width, "predicted ms", "speedup",
+             "critical path: dominant (share)");
+  fmt::print("{:<{}}  {:>14} {:>9}  {}\n", kBaseline, width, format_ms(baseline.baseline_median_ns),
+             speedup_text(baseline.speedup()), dominant_text(baseline.critical_path));
+  for (const auto& row : rows) {
+    if (!row.prediction) {
+      fmt::print("{:<{}}  error: {}\n", row.spec.text(), width, one_line(row.error));
+      continue;
+    }
+    const Prediction& p = *row.prediction;
+    fmt::print("{:<{}}  {:>14} {:>9}  {}\n", row.spec.text(), width, format_ms(p.predicted_median_ns),
+               speedup_text(p.speedup()), dominant_text(p.critical_path));
+  }
+}
+
+/// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+void print_csv(const Prediction& baseline, const std::vector<SweepRow>& rows) {
+  fmt::print("scenario,baseline_ms,predicted_ms,speedup,dominant,dominant_share,error\n");
+  for (const auto& row : rows) {
+    const std::string scenario = csv_field(row.spec.text());
+    if (!row.prediction) {
+      fmt::print("{},{},,,,,{}\n", scenario, format_ms(baseline.baseline_median_ns), csv_field(row.error));
+      continue;
+    }
+    const Prediction& p = *row.prediction;
+    fmt::print("{},{},{},{:.6f},{},{:.6f},\n", scenario, format_ms(p.baseline_median_ns),
+               format_ms(p.predicted_median_ns), p.speedup(), to_string(p.critical_path.dominant()),
+               dominant_share(p.critical_path));
+  }
+}
+
+/// JsonWriter has no null; it writes a non-finite ratio as null.
+JsonWriter& null_value(JsonWriter& w) { return w.ratio(std::numeric_limits<double>::quiet_NaN()); }
+
+std::string sweep_json(const std::string& trace, const Prediction& baseline, const std::vector<SweepRow>& rows) {
+  JsonWriter w;
+  w.begin_object().key("trace").value(trace).key("baseline_ms").milliseconds(baseline.baseline_median_ns);
+  w.key("baseline_dominant").value(to_string(baseline.critical_path.dominant()));
+  w.key("baseline_dominant_share").ratio(dominant_share(baseline.critical_path));
+  w.key("rows").begin_array();
+  for (const auto& row : rows) {
+    w.begin_object().key("scenario").value(row.spec.text());
+    if (row.prediction) {
+      const Prediction& p = *row.prediction;
+      w.key("predicted_ms").milliseconds(p.predicted_median_ns).key("speedup").ratio(p.speedup());
+      w.key("dominant").value(to_string(p.critical_path.dominant()));
+      w.key("dominant_share").ratio(dominant_share(p.critical_path)).key("error");
+      null_value(w);
+    } else {
+      for (const char* key : {"predicted_ms", "speedup", "dominant", "dominant_share"}) null_value(w.key(key));
+      w.key("error").value(row.error);
+    }
+    w.end_object();
+  }
+  return w.end_array().end_object().str();
+}
+
+}  // namespace
+
+int run_sweep(const SweepCommandOptions& options) {
+  std::vector<ScenarioSpec> specs = collect_specs(options);  // bad specs fail before the trace is read
+  register_baseline_scenario();
+  specs.insert(specs.begin(), ScenarioSpec{std::string(kBaseline), {}});
+  const Predictor predictor(load_graph(options.common.trace, options.layer_file));
+  Progress progress(!options.quiet);
+  SweepOptions sweep_options;
+  sweep_options.threads = options.threads;
+  sweep_options.progress = [&progress](std::size_t done, std::size_t total) { progress(done, total); };
+  std::vector<SweepRow> rows = sweep(predictor, specs, sweep_options);
+  progress.finish();
+  if (!rows.front().prediction) throw Error("sweep: the baseline failed: " + rows.front().error);
+  const Prediction baseline = std::move(*rows.front().prediction);
+  rows.erase(rows.begin());
+
+  if (options.csv) print_csv(baseline, rows);
+  else if (options.common.json) std::cout << sweep_json(options.common.trace, baseline, rows);
+  else print_table(options.common.trace, baseline, rows);
+
+  std::size_t failed = 0;
+  for (const auto& row : rows) failed += row.prediction ? 0 : 1;
+  if (failed == 0) return 0;
+  std::cout.flush();
+  fmt::print(stderr, "sweep: {} of {} scenarios failed (see their rows)\n", failed, rows.size());
+  return 1;
+}
+
+}  // namespace daydream::cli

@@ -1,0 +1,123 @@
+// Predictor: a base graph, its baseline simulation, and predictions of scenarios against it.
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "common/text.hpp"
+#include "daydream/predict.hpp"
+#include "daydream/replay.hpp"
+#include "report/json_writer.hpp"
+
+namespace daydream {
+namespace {
+
+/// Per iteration of the graph (in order): simulated time, or -1 when it has no task left. An
+/// iteration runs from the end of the previous one on its thread (its first task may have had to
+/// wait, e.g. for a batch) to the end of its last task; the first from its first task's start.
+std::vector<TimeNs> iteration_times(const Graph& graph, const SimulationResult& result) {
+  std::vector<TimeNs> times(graph.iterations().size(), -1);
+  std::map<UnitId, TimeNs> previous_end;  // per thread holding iterations
+  for (const IterationSpan& span : simulated_iteration_spans(graph, result)) {
+    const UnitId unit = graph.task(graph.iterations()[span.index].first_task).unit;
+    const auto prev = previous_end.find(unit);
+    const TimeNs start = prev == previous_end.end() ? span.start_ns : std::min(prev->second, span.start_ns);
+    times[span.index] = span.end_ns - start;
+    previous_end[unit] = span.end_ns;
+  }
+  return times;
+}
+
+TimeNs median_or(std::vector<TimeNs> values, TimeNs fallback) {
+  values.erase(std::remove(values.begin(), values.end(), TimeNs{-1}), values.end());
+  return values.empty() ? fallback : text::median(values);
+}
+
+/// The window of the run the iterations cover, for the critical-path breakdown.
+std::pair<TimeNs, TimeNs> iteration_window(const Graph& graph, const SimulationResult& result) {
+  TimeNs from = std::numeric_limits<TimeNs>::max(), to = std::numeric_limits<TimeNs>::min();
+  for (const Iteration& it : graph.iterations()) {
+    if (it.first_task == kNoTask || it.last_task == kNoTask) continue;
+    if (graph.removed(it.first_task) || graph.removed(it.last_task)) continue;
+    from = std::min(from, result.start_ns[it.first_task]);
+    to = std::max(to, result.end_ns[it.last_task]);
+  }
+  if (from > to) return {std::numeric_limits<TimeNs>::min(), std::numeric_limits<TimeNs>::max()};
+  return {from, to};
+}
+
+}  // namespace
+
+double Prediction::speedup() const {
+  return predicted_median_ns > 0 ? static_cast<double>(baseline_median_ns) / static_cast<double>(predicted_median_ns) : 0.0;
+}
+
+Predictor::Predictor(Graph base) : base_(std::move(base)), baseline_(simulate(base_)) {
+  baseline_iterations_ = iteration_times(base_, baseline_);
+}
+
+TimeNs Predictor::baseline_median_ns() const { return median_or(baseline_iterations_, baseline_.makespan_ns); }
+
+Prediction Predictor::predict(const ScenarioSpec& spec) const {
+  Graph changed;
+  SimulationResult result;
+  return predict(spec, changed, result);
+}
+
+Prediction Predictor::predict(const ScenarioSpec& spec, Graph& changed, SimulationResult& result) const {
+  changed = base_;
+  ScenarioOutcome outcome = apply_scenario(changed, spec);
+  result = outcome.policy ? simulate(changed, *outcome.policy) : simulate(changed);
+  Prediction p = compare(spec.text(), changed, result);
+  p.notes = std::move(outcome.notes);
+  return p;
+}
+
+Prediction Predictor::compare(std::string label, const Graph& changed, const SimulationResult& result) const {
+  Prediction p;
+  p.scenario = std::move(label);
+  const std::vector<TimeNs> predicted = iteration_times(changed, result);
+  for (std::size_t i = 0; i < base_.iterations().size(); ++i) {
+    if (baseline_iterations_[i] < 0 || i >= predicted.size() || predicted[i] < 0) continue;
+    const Iteration& it = base_.iterations()[i];
+    p.iterations.push_back({it.name, it.measured_ns, baseline_iterations_[i], predicted[i]});
+  }
+  p.baseline_total_ns = baseline_.makespan_ns;
+  p.predicted_total_ns = result.makespan_ns;
+  p.baseline_median_ns = baseline_median_ns();
+  p.predicted_median_ns = median_or(predicted, result.makespan_ns);
+  const auto [from, to] = iteration_window(changed, result);
+  p.critical_path = break_down_critical_path(changed, result, from, to);
+  return p;
+}
+
+std::string to_json(const Prediction& p, const std::string& trace_path) {
+  JsonWriter w;
+  w.begin_object().key("trace").value(trace_path).key("scenario").value(p.scenario);
+  w.key("iterations").begin_array();
+  for (const auto& it : p.iterations) {
+    w.begin_object().key("name").value(it.name);
+    w.key("baseline_ms").milliseconds(it.baseline_ns).key("predicted_ms").milliseconds(it.predicted_ns);
+    w.key("measured_ms").milliseconds(it.measured_ns).end_object();
+  }
+  w.end_array();
+  w.key("total").begin_object().key("baseline_ms").milliseconds(p.baseline_total_ns);
+  w.key("predicted_ms").milliseconds(p.predicted_total_ns).end_object();
+  w.key("median").begin_object().key("baseline_ms").milliseconds(p.baseline_median_ns);
+  w.key("predicted_ms").milliseconds(p.predicted_median_ns).end_object();
+  w.key("speedup").ratio(p.speedup());
+  w.key("critical_path").begin_object().key("length_ms").milliseconds(p.critical_path.length_ns);
+  w.key("dominant").value(to_string(p.critical_path.dominant()));
+  w.key("by_category_ms").begin_object();
+  for (std::size_t c = 0; c < kPathCategoryCount; ++c)
+    w.key(to_string(static_cast<PathCategory>(c))).milliseconds(p.critical_path.by_category_ns[c]);
+  w.end_object().key("by_layer_ms").begin_array();
+  for (const auto& [layer, ns] : p.critical_path.by_layer_ns)
+    w.begin_object().key("layer").value(layer).key("ms").milliseconds(ns).end_object();
+  w.end_array().end_object();
+  w.key("notes").begin_array();
+  for (const auto& note : p.notes) w.value(note);
+  w.end_array();
+  return w.end_object().str();
+}
+
+}  // namespace daydream

@@ -1,0 +1,211 @@
+// The scenario registry, parameter checking (units, ranges) and ScenarioParams.
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <mutex>
+
+#include "builtin.hpp"
+#include "daydream/error.hpp"
+#include "daydream/scenario.hpp"
+
+namespace daydream {
+
+std::string_view to_string(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::number: return "number";
+    case ParamKind::integer: return "integer";
+    case ParamKind::bandwidth: return "bandwidth";
+    case ParamKind::bytes: return "bytes";
+    case ParamKind::duration: return "duration";
+    case ParamKind::text: return "text";
+  }
+  return "?";
+}
+
+// --- ScenarioParams ---
+
+double ScenarioParams::number(std::string_view name) const {
+  const auto it = numbers_.find(name);
+  if (it == numbers_.end()) throw Error(fmt::format("scenario parameter '{}' is not defined", name));
+  return it->second;
+}
+
+std::int64_t ScenarioParams::integer(std::string_view name) const { return std::llround(number(name)); }
+
+const std::string& ScenarioParams::text(std::string_view name) const {
+  const auto it = texts_.find(name);
+  if (it == texts_.end()) throw Error(fmt::format("scenario parameter '{}' is not a defined text parameter", name));
+  return it->second;
+}
+
+bool ScenarioParams::given(std::string_view name) const {
+  const auto it = given_.find(name);
+  return it != given_.end() && it->second;
+}
+
+void ScenarioParams::set(const std::string& name, double value, bool given) {
+  numbers_[name] = value;
+  given_[name] = given;
+}
+
+void ScenarioParams::set_text(const std::string& name, std::string value, bool given) {
+  texts_[name] = std::move(value);
+  given_[name] = given;
+}
+
+// --- registry ---
+
+namespace {
+
+using Registry = std::map<std::string, Scenario, std::less<>>;
+
+Registry& registry() {
+  static Registry scenarios = [] {
+    Registry r;
+    for (auto& s : scenarios::builtin()) r.emplace(s.name, std::move(s));
+    return r;
+  }();
+  return scenarios;
+}
+
+std::string valid_names() {
+  std::string list;
+  for (const auto& [name, s] : registry()) list += (list.empty() ? "" : ", ") + name;
+  return list;
+}
+
+/// "10Gbps" -> (10, "gbps"); the unit is lower-cased.
+std::pair<double, std::string> number_and_unit(std::string_view text) {
+  std::string lower;
+  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "inf" || lower == "infinity") return {std::numeric_limits<double>::infinity(), ""};
+  double value = 0;
+  const auto [end, ec] = std::from_chars(lower.data(), lower.data() + lower.size(), value);
+  if (ec != std::errc() || end == lower.data()) throw std::invalid_argument("not a number");
+  std::string unit(lower, static_cast<std::size_t>(end - lower.data()));
+  if (unit.rfind("inf", 0) == 0) throw std::invalid_argument("not a number");
+  return {value, unit};
+}
+
+double unit_factor(ParamKind kind, const std::string& unit) {
+  struct Unit { const char* name; double factor; };
+  static constexpr Unit bandwidth[] = {{"", 1e9 / 8}, {"gbps", 1e9 / 8}, {"gbit/s", 1e9 / 8}, {"mbps", 1e6 / 8},
+                                       {"tbps", 1e12 / 8}, {"gb/s", 1e9}, {"mb/s", 1e6}, {"gib/s", 1073741824.0},
+                                       {"b/s", 1}};
+  static constexpr Unit bytes[] = {{"", 1}, {"b", 1}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9},
+                                   {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0}};
+  static constexpr Unit duration[] = {{"", 1e3}, {"us", 1e3}, {"ns", 1}, {"ms", 1e6}, {"s", 1e9}};
+  static constexpr Unit none[] = {{"", 1}, {"x", 1}};
+  auto find = [&](const auto& table) {
+    for (const auto& u : table)
+      if (unit == u.name) return u.factor;
+    throw std::invalid_argument("unknown unit");
+  };
+  switch (kind) {
+    case ParamKind::bandwidth: return find(bandwidth);
+    case ParamKind::bytes: return find(bytes);
+    case ParamKind::duration: return find(duration);
+    default: return find(none);
+  }
+}
+
+std::string unit_help(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::bandwidth: return "e.g. 10Gbps, 100Mbps, 12GB/s (a bare number is Gbps)";
+    case ParamKind::bytes: return "e.g. 25MB, 4MiB, 512KB (a bare number is bytes)";
+    case ParamKind::duration: return "e.g. 5us, 1.5ms, 200ns (a bare number is us)";
+    case ParamKind::integer: return "a whole number";
+    case ParamKind::text: return "a word";
+    default: return "a number";
+  }
+}
+
+std::string show(const ScenarioParam& p, double value) {
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  switch (p.kind) {
+    case ParamKind::bandwidth: return fmt::format("{:g}Gbps", value * 8 / 1e9);
+    case ParamKind::bytes: return fmt::format("{:g}MB", value / 1e6);
+    case ParamKind::duration: return fmt::format("{:g}us", value / 1e3);
+    default: return fmt::format("{:g}", value);
+  }
+}
+
+std::string range_text(const ScenarioParam& p) {
+  const bool low = std::isfinite(p.min), high = std::isfinite(p.max);
+  if (!low && !high) return "any";
+  if (low && !high) return (p.min_exclusive ? "> " : ">= ") + show(p, p.min);
+  if (!low) return "<= " + show(p, p.max);
+  return fmt::format("{}{}..{}", p.min_exclusive ? "> " : "", show(p, p.min), show(p, p.max));
+}
+
+std::string param_list(const Scenario& s) {
+  if (s.params.empty()) return "(none)";
+  std::string list;
+  for (const auto& p : s.params)
+    list += fmt::format("\n  {} ({}, {}; default {})", p.name, to_string(p.kind), range_text(p),
+                        p.kind == ParamKind::text ? (p.default_text.empty() ? "none" : p.default_text) : show(p, p.default_value));
+  return list;
+}
+
+double parse_value(const Scenario& s, const ScenarioParam& p, const std::string& text) {
+  double value = 0;
+  try {
+    const auto [number, unit] = number_and_unit(text);
+    value = number * unit_factor(p.kind, unit);
+  } catch (const std::invalid_argument&) {
+    throw Error(fmt::format("scenario '{}': parameter '{}' = '{}' is not a valid {} ({})", s.name, p.name, text,
+                            to_string(p.kind), unit_help(p.kind)));
+  }
+  const bool integral = p.kind != ParamKind::integer || (std::isfinite(value) && value == std::floor(value));
+  const bool in_range = !std::isnan(value) && (p.min_exclusive ? value > p.min : value >= p.min) && value <= p.max;
+  if (!integral || !in_range)
+    throw Error(fmt::format("scenario '{}': parameter '{}' = '{}' is out of range (valid: {}{})", s.name, p.name, text,
+                            range_text(p), p.kind == ParamKind::integer ? ", whole numbers" : ""));
+  return value;
+}
+
+}  // namespace
+
+const std::map<std::string, Scenario, std::less<>>& scenario_registry() { return registry(); }
+
+void register_scenario(Scenario scenario) {
+  if (!scenario.apply) throw Error(fmt::format("register_scenario: scenario '{}' has no apply function", scenario.name));
+  const std::string name = scenario.name;
+  registry().insert_or_assign(name, std::move(scenario));
+}
+
+const Scenario& find_scenario(std::string_view name) {
+  const auto it = registry().find(name);
+  if (it == registry().end()) throw Error(fmt::format("unknown scenario '{}' (valid: {})", name, valid_names()));
+  return it->second;
+}
+
+ScenarioParams resolve_params(const Scenario& scenario, const ScenarioSpec& spec) {
+  ScenarioParams params;
+  for (const auto& p : scenario.params) {
+    if (p.kind == ParamKind::text) params.set_text(p.name, p.default_text, false);
+    else params.set(p.name, p.default_value, false);
+  }
+  for (const auto& [key, value] : spec.args) {
+    const auto it = std::find_if(scenario.params.begin(), scenario.params.end(), [&](const auto& p) { return p.name == key; });
+    if (it == scenario.params.end())
+      throw Error(fmt::format("scenario '{}' has no parameter '{}'; its parameters:{}", scenario.name, key,
+                              param_list(scenario)));
+    if (it->kind == ParamKind::text) params.set_text(key, value, true);
+    else params.set(key, parse_value(scenario, *it, value), true);
+  }
+  return params;
+}
+
+ScenarioOutcome apply_scenario(Graph& graph, const ScenarioSpec& spec) {
+  const Scenario& scenario = find_scenario(spec.name);
+  return scenario.apply(graph, resolve_params(scenario, spec));
+}
+
+std::string describe_scenario(const Scenario& scenario) {
+  return fmt::format("{}: {}\n parameters:{}", scenario.name, scenario.summary, param_list(scenario));
+}
+
+}  // namespace daydream

@@ -1,0 +1,10 @@
+#include "builtin.hpp"
+
+namespace daydream::scenarios {
+
+std::vector<Scenario> builtin() {
+  return {amp(),        faster_gpu(),     faster_network(), channels_last(), pinned_memory(),     fused_adam(),
+          restructure_bn(), cuda_graphs(), ddp(),            p3(),            dataloader_workers()};
+}
+
+}  // namespace daydream::scenarios

@@ -1,0 +1,169 @@
+#pragma once
+// What the data-parallel scenarios (ddp, p3) share: the ring all-reduce cost model and its
+// least-squares fit to the trace's own collectives, the collectives the trace records, where each
+// gradient becomes ready in the backward pass and how big it is, DDP's bucketing, and the
+// parameters both scenarios take. Models and formats: docs/scenarios/ddp.md.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daydream/graph.hpp"
+#include "daydream/scenario.hpp"
+
+namespace daydream::scenarios {
+
+// --- the cost model ---
+
+/// Bytes each GPU sends in a ring all-reduce of `bytes` over `ranks` GPUs: 2(n-1)/n * bytes.
+double ring_traffic_bytes(std::int64_t ranks, double bytes);
+
+/// Ring all-reduce time: latency + 2(n-1)/n * bytes * ns_per_byte.
+struct RingCost {
+  double latency_ns = 0;   ///< alpha: fixed cost of one collective
+  double ns_per_byte = 0;  ///< beta = 1e9 / link bandwidth (bytes/s); 0 for an infinite link
+  std::int64_t ranks = 1;  ///< n = machines * gpus
+  /// 0 when ranks == 1 (one GPU has nothing to exchange); rounded to the nearest ns.
+  TimeNs allreduce_ns(std::int64_t bytes) const;
+};
+
+/// One collective the trace measured: its size and its duration.
+struct MeasuredCollective {
+  std::int64_t bytes = 0;
+  TimeNs duration_ns = 0;
+};
+
+/// duration = latency + ns_per_byte * 2(n-1)/n * bytes, fitted by least squares.
+struct RingFit {
+  double latency_ns = 0;
+  double ns_per_byte = 0;
+  double rms_residual_ns = 0;  ///< root mean square of (measured - fitted)
+  double r_squared = 0;        ///< share of the variance of the durations the fit explains
+  std::size_t samples = 0;
+  std::size_t distinct_sizes = 0;
+};
+
+/// Fits the ring model to measured collectives of `ranks` GPUs; nullopt when fewer than two
+/// distinct sizes (a line needs two points) or ranks < 2 (no traffic to fit).
+std::optional<RingFit> fit_ring(const std::vector<MeasuredCollective>& samples, std::int64_t ranks);
+
+// --- the trace's own collectives (`record_param_comms`) ---
+
+struct TraceCollective {
+  std::string name;              ///< "allreduce", "broadcast", ...
+  std::int64_t bytes = kNone;    ///< message size, kNone when the trace does not record it
+  UnitId thread = 0;             ///< the CPU thread of the record_param_comms range
+  TimeNs start_ns = 0, end_ns = 0;  ///< the range, relative to the graph origin
+  std::vector<TaskId> tasks;     ///< the communication tasks launched inside the range
+  TimeNs tasks_ns = 0;           ///< their measured durations, summed
+  bool allreduce = false;        ///< named so, or launched an all-reduce kernel
+};
+
+struct TraceCollectives {
+  std::int64_t world_size = kNone;  ///< distributedInfo.world_size, else the collectives' group size
+  std::vector<TraceCollective> list;  ///< by start
+  std::string unavailable;  ///< why none could be read (empty when the trace file was read)
+};
+
+/// The collectives the graph's trace file records (record_param_comms), with the communication
+/// tasks each launched; all-reduce kernels outside such a range are listed with unknown size.
+/// The graph keeps no collective sizes, so this re-reads graph.source_path; a graph built from
+/// memory gets only its all-reduce kernels, and `unavailable` says why.
+TraceCollectives read_trace_collectives(const Graph& graph);
+
+// --- gradients ---
+
+/// One parameter's gradient: where it becomes ready and how big it is.
+struct Gradient {
+  TaskId ready = kNoTask;     ///< the last GPU task the backward thread launched up to its AccumulateGrad
+  TimeNs ready_ns = 0;        ///< end of the AccumulateGrad range (orders the gradients)
+  TimeNs own_gpu_ns = 0;      ///< GPU time launched inside the AccumulateGrad range (a size proxy)
+  std::int64_t bytes = 0;
+};
+
+/// One backward pass and the optimizer step that consumes it.
+struct BackwardPass {
+  std::int32_t iteration = -1;       ///< index into Graph::iterations(), -1 without iterations
+  TimeNs start_ns = 0, end_ns = 0;   ///< the window the pass was collected from
+  std::vector<Gradient> gradients;   ///< in ready order (reverse of the forward order)
+  std::vector<TaskId> update_tasks;  ///< GPU tasks of the optimizer step, in launch order
+  /// First GPU task that must wait for every gradient: the optimizer's first GPU task, else the
+  /// task after the last gradient on its stream; kNoTask when neither exists.
+  TaskId barrier = kNoTask;
+  std::int64_t recorded_allreduce_bytes = 0;  ///< sum of the trace's all_reduce sizes in the window
+  /// The trace's all_reduces of known size in the window that launched no communication task
+  /// (a one-GPU DDP run records its buckets this way): indices into TraceCollectives::list.
+  std::vector<std::size_t> recorded_buckets;
+};
+
+/// The GPU tasks each CPU thread launched, by launch-call start (communication tasks excluded).
+class LaunchIndex {
+ public:
+  explicit LaunchIndex(const Graph& graph);
+  /// The last GPU task launched from `thread` by a call starting before `time_ns`, or kNoTask.
+  TaskId last_before(UnitId thread, TimeNs time_ns) const;
+  /// The GPU tasks launched from `thread` by calls starting in [from_ns, to_ns), in launch order.
+  std::vector<TaskId> launched_in(UnitId thread, TimeNs from_ns, TimeNs to_ns) const;
+
+ private:
+  std::vector<std::vector<std::pair<TimeNs, TaskId>>> by_thread_;
+};
+
+/// The task after `task` on its stream (its gpu_sequential successor on the same unit), or kNoTask.
+TaskId stream_successor(const Graph& graph, TaskId task);
+
+/// Finds the backward passes: AccumulateGrad ranges grouped by iteration (ProfilerStep; between
+/// optimizer steps when the trace marks none). Gradient sizes are left at 0 (assign_sizes).
+std::vector<BackwardPass> find_backward_passes(const Graph& graph, const TraceCollectives& collectives);
+
+/// Sets every Gradient::bytes from, in this order: the param_file parameter, the params
+/// parameter, or the trace's recorded all_reduce sizes of each pass (spread over the gradients by
+/// a proxy). Throws Error naming `scenario` and both parameters when none is available. Returns
+/// a note saying which source (and proxy) was used.
+std::string assign_sizes(const Graph& graph, std::vector<BackwardPass>& passes, const ScenarioParams& params,
+                         std::string_view scenario);
+
+/// The model's gradient bytes from param_file or params (times bytes_per_param), kNone when
+/// neither is given.
+std::int64_t given_total_bytes(const ScenarioParams& params, std::string_view scenario);
+
+/// Splits `total_bytes` over `weights` in proportion (exactly: the parts sum to total_bytes).
+std::vector<std::int64_t> spread_bytes(std::int64_t total_bytes, const std::vector<double>& weights);
+
+// --- DDP buckets ---
+
+/// Gradients [first, last) in ready order, all-reduced together once the last one is ready.
+struct Bucket {
+  std::size_t first = 0, last = 0;
+  std::int64_t bytes = 0;
+};
+
+/// DDP's rule: fill in ready order and close a bucket once it holds at least its cap
+/// (`first_cap` for the first bucket, `cap` after).
+std::vector<Bucket> fill_buckets(const std::vector<Gradient>& gradients, std::int64_t first_cap, std::int64_t cap);
+
+// --- what ddp and p3 share ---
+
+/// machines, gpus, intra, inter, latency, bucket, first_bucket, params, bytes_per_param, param_file.
+std::vector<ScenarioParam> data_parallel_params();
+
+/// n = machines * gpus.
+std::int64_t ranks_of(const ScenarioParams& params);
+
+/// The cost model for the requested cluster: the link is `intra` on one machine and `inter`
+/// across machines (a flat ring is as fast as its slowest link). Where the trace holds
+/// all-reduces of known size, their least-squares fit replaces the defaults of latency and
+/// bandwidth that were not given. Appends what it used to `notes`.
+RingCost cluster_cost(const ScenarioParams& params, const TraceCollectives& collectives, std::vector<std::string>& notes);
+
+/// The trace's all-reduce communication tasks (NCCL kernels) inside a record_param_comms range.
+std::vector<TaskId> traced_allreduce_tasks(const TraceCollectives& collectives);
+
+/// A new communication channel unit named `name` (made unique with a suffix if taken).
+UnitId add_comm_channel(Graph& graph, const std::string& name);
+
+/// "25.2 MB" style size for task names and notes.
+std::string format_bytes(double bytes);
+
+}  // namespace daydream::scenarios

@@ -1,0 +1,119 @@
+// pinned_memory: what if the host-to-device copies read pinned (page-locked) memory and were
+// issued with non_blocking=True (DataLoader(pin_memory=True) + tensor.to(device, non_blocking=True))?
+//
+// From pageable memory (lib/graph: cpu_tasks.cpp blocks_host, gpu_edges.cpp staged_copy) a copy
+// call stages the data through a driver buffer: the call lasts about as long as the copy, the
+// copy starts only once the first chunk is staged (its launch edge carries that offset), and
+// PyTorch's blocking `.to()` then synchronises the stream. With pinned memory and non_blocking:
+//   copy duration   = bytes / bandwidth (when the trace records the size; else unchanged)
+//   launch delay    = the trace's calibrated memcpy launch latency (no staging)
+//   copy call       = min(recorded, median kernel-launch call): an ordinary asynchronous launch
+//   synchronisation = the blocking calls of the copy's own operator that waited for it (the
+//                     stream sync of aten::copy_) are removed; the CPU goes on (non_blocking=1).
+// docs/scenarios/pinned_memory.md.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "builtin.hpp"
+#include "common.hpp"
+#include "daydream/error.hpp"
+#include "daydream/transform.hpp"
+
+namespace daydream::scenarios {
+namespace {
+
+struct PinnedChanges {
+  std::size_t copies = 0, sized = 0, calls_shortened = 0, syncs_removed = 0;
+  TimeNs copy_ns_before = 0, copy_ns_after = 0;
+};
+
+// Blocking CPU calls that wait for `copy` on behalf of the operator that issued it (same
+// operator as the launch call: PyTorch's aten::copy_ synchronises the stream after a
+// non-pinned/blocking copy).
+std::vector<TaskId> own_synchronisations(const Graph& graph, TaskId copy, TaskId call) {
+  std::vector<TaskId> waits;
+  const std::int64_t op = graph.task(call).op_event;
+  for (const auto& s : graph.successors(copy)) {
+    const Task& waiter = graph.task(s.task);
+    if (s.edge.type == EdgeType::sync && waiter.blocking && op != kNone && waiter.op_event == op) waits.push_back(s.task);
+  }
+  return waits;
+}
+
+// The CPU no longer waits for the copy to end. A task's edges cannot be deleted with the
+// transformation primitives, and removing the waiting call alone would bridge the wait to the
+// next CPU task; so the wait is first relaxed to "after the copy has started" (start-to-start,
+// no delay: the call is already issued, the copy queued), then the call is removed.
+void stop_waiting(Graph& graph, TaskId copy, TaskId waiter) {
+  Edge& wait = graph.edge(copy, waiter);
+  wait.timing = Timing::start_to_start;
+  wait.delay_ns = 0;
+  graph.remove(waiter);
+}
+
+void make_pinned(Graph& graph, TaskId copy, double bytes_per_s, TimeNs launch_cost_ns, bool non_blocking,
+                 PinnedChanges& changes) {
+  Task& task = graph.task(copy);
+  changes.copy_ns_before += task.duration_ns;
+  if (task.bytes != kNone && task.bytes >= 0) {
+    task.duration_ns = std::llround(static_cast<double>(task.bytes) / bytes_per_s * 1e9);
+    ++changes.sized;
+  }
+  changes.copy_ns_after += task.duration_ns;
+  ++changes.copies;
+  const TaskId call = launch_call_of(graph, copy);
+  if (call == kNoTask) return;  // launched before profiling began: only its duration changes
+  graph.edge(call, copy).delay_ns = graph.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::memcpy)];
+  Task& issue = graph.task(call);
+  if (issue.duration_ns > launch_cost_ns) issue.duration_ns = launch_cost_ns, ++changes.calls_shortened;
+  if (!non_blocking) return;
+  for (TaskId waiter : own_synchronisations(graph, copy, call)) stop_waiting(graph, copy, waiter), ++changes.syncs_removed;
+}
+
+ScenarioOutcome apply_pinned_memory(Graph& graph, const ScenarioParams& params) {
+  const double bytes_per_s = params.number("bandwidth");
+  const bool non_blocking = params.integer("non_blocking") != 0;
+  const TimeNs launch_cost_ns = median_launch_call_ns(graph);
+  // Host-to-device copies not already from pinned memory ("Memcpy HtoD (Pageable -> Device)";
+  // a plain "Memcpy HtoD" is taken as pageable, PyTorch's default).
+  const auto copies = graph.select(TaskFilter().kind(TaskKind::memcpy).name("HtoD").name_not("Pinned"));
+  ScenarioOutcome outcome;
+  if (copies.empty()) {
+    outcome.notes.push_back("no host-to-device copies from pageable memory in the graph: nothing changed");
+    return outcome;
+  }
+  PinnedChanges changes;
+  for (TaskId copy : copies) make_pinned(graph, copy, bytes_per_s, launch_cost_ns, non_blocking, changes);
+  outcome.notes.push_back(fmt::format(
+      "{} host-to-device copies made pinned: {} with a known size now take bytes / {:g} GB/s ({:.3f} ms -> {:.3f} ms "
+      "of copy time); {} copy calls shortened to the median launch call ({} ns); {} stream synchronisations removed",
+      changes.copies, changes.sized, bytes_per_s / 1e9, static_cast<double>(changes.copy_ns_before) / 1e6,
+      static_cast<double>(changes.copy_ns_after) / 1e6, changes.calls_shortened, launch_cost_ns, changes.syncs_removed));
+  return outcome;
+}
+
+}  // namespace
+
+Scenario pinned_memory() {
+  ScenarioParam bandwidth;
+  bandwidth.name = "bandwidth";
+  bandwidth.kind = ParamKind::bandwidth;
+  bandwidth.default_value = 12e9;  // 12 GB/s: a pinned copy over PCIe 3.0 x16 (15.75 GB/s peak)
+  bandwidth.min = 0;
+  bandwidth.min_exclusive = true;
+  bandwidth.description = "pinned host-to-device copy bandwidth (bytes / bandwidth per copy of known size)";
+  ScenarioParam non_blocking;
+  non_blocking.name = "non_blocking";
+  non_blocking.kind = ParamKind::integer;
+  non_blocking.default_value = 1;
+  non_blocking.min = 0;
+  non_blocking.max = 1;
+  non_blocking.description = "1: .to(non_blocking=True), the copy's operator no longer synchronises; 0: it still does";
+  return {"pinned_memory", "pinned host memory: host-to-device copies asynchronous at pinned-memory bandwidth",
+          {bandwidth, non_blocking}, apply_pinned_memory};
+}
+
+}  // namespace daydream::scenarios

@@ -1,0 +1,128 @@
+// Scenario specs, grids, scenario files, parameter units and ranges, and the registry's errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "daydream/error.hpp"
+#include "daydream/scenario.hpp"
+
+namespace daydream {
+namespace {
+
+// A scenario with one parameter of each kind, registered once for these tests.
+const Scenario& probe() {
+  static const bool registered = [] {
+    Scenario s;
+    s.name = "test_probe";
+    s.summary = "records its parameters";
+    s.params = {{"factor", ParamKind::number, 2.0, "x", 0, 100, true},
+                {"count", ParamKind::integer, 3, "n", 1, 64},
+                {"bandwidth", ParamKind::bandwidth, 1.25e9, "link"},
+                {"bucket", ParamKind::bytes, 25e6, "bucket", 0},
+                {"latency", ParamKind::duration, 5e3, "per message", 0},
+                ScenarioParam::text("pattern", "(?i)gemm", "kernels")};
+    s.apply = [](Graph&, const ScenarioParams&) { return ScenarioOutcome{}; };
+    register_scenario(s);
+    return true;
+  }();
+  (void)registered;
+  return find_scenario("test_probe");
+}
+
+ScenarioParams resolve(const std::string& spec) { return resolve_params(probe(), parse_scenario_spec(spec)); }
+
+TEST_CASE("scenario specs: name, arguments in order, canonical text", "[scenario][spec]") {
+  const auto s = parse_scenario_spec("  ddp:machines=4, gpus=2,bandwidth=10Gbps ");
+  CHECK(s.name == "ddp");
+  REQUIRE(s.args.size() == 3);
+  CHECK(s.args[1] == std::pair<std::string, std::string>{"gpus", "2"});
+  CHECK(s.text() == "ddp:machines=4,gpus=2,bandwidth=10Gbps");
+  CHECK(parse_scenario_spec("amp").text() == "amp");
+  CHECK(parse_scenario_spec("amp:").args.empty());
+  CHECK_THROWS_WITH(parse_scenario_spec(""), Catch::Contains("expected name"));
+  CHECK_THROWS_WITH(parse_scenario_spec("ddp:machines"), Catch::Contains("'machines' is not key=value"));
+  CHECK_THROWS_WITH(parse_scenario_spec("ddp:machines=1,machines=2"), Catch::Contains("given twice"));
+  CHECK_THROWS_WITH(parse_scenario_spec("d d p"), Catch::Contains("expected name"));
+}
+
+TEST_CASE("scenario grids expand to every combination, first key slowest", "[scenario][spec]") {
+  const auto specs = expand_scenario_grid("ddp:machines=1|2,gpus=8,bandwidth=10Gbps|40Gbps|100Gbps");
+  REQUIRE(specs.size() == 6);
+  CHECK(specs[0].text() == "ddp:machines=1,gpus=8,bandwidth=10Gbps");
+  CHECK(specs[2].text() == "ddp:machines=1,gpus=8,bandwidth=100Gbps");
+  CHECK(specs[5].text() == "ddp:machines=2,gpus=8,bandwidth=100Gbps");
+  CHECK(expand_scenario_grid("amp").size() == 1);
+  CHECK_THROWS_WITH(expand_scenario_grid("ddp:machines=1||2"), Catch::Contains("empty alternative"));
+}
+
+TEST_CASE("scenario files: comments, blank lines, grids; errors name the line", "[scenario][spec]") {
+  const std::string path = "test_scenarios_file.txt";
+  {
+    std::ofstream out(path);
+    out << "# what-ifs\n\namp\nfaster_gpu:factor=2|4\n";
+  }
+  const auto specs = read_scenario_file(path);
+  REQUIRE(specs.size() == 3);
+  CHECK(specs[2].text() == "faster_gpu:factor=4");
+  {
+    std::ofstream out(path);
+    out << "amp\n\nddp:machines\n";
+  }
+  CHECK_THROWS_WITH(read_scenario_file(path), Catch::Contains("test_scenarios_file.txt: line 3"));
+  std::remove(path.c_str());
+  CHECK_THROWS_WITH(read_scenario_file("no/such/file.txt"), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("scenario parameters: units to canonical values, defaults, given()", "[scenario][spec]") {
+  const auto defaults = resolve("test_probe");
+  CHECK(defaults.number("factor") == 2.0);
+  CHECK(defaults.integer("count") == 3);
+  CHECK(defaults.text("pattern") == "(?i)gemm");
+  CHECK_FALSE(defaults.given("factor"));
+  const auto p = resolve("test_probe:factor=0.5,count=8,bandwidth=10Gbps,bucket=4MiB,latency=1.5ms,pattern=conv");
+  CHECK(p.given("factor"));
+  CHECK(p.number("factor") == 0.5);
+  CHECK(p.number("bandwidth") == 1.25e9);  // bytes per second
+  CHECK(p.number("bucket") == 4.0 * 1024 * 1024);
+  CHECK(p.number("latency") == 1.5e6);  // ns
+  CHECK(p.text("pattern") == "conv");
+  CHECK(resolve("test_probe:bandwidth=12GB/s").number("bandwidth") == 12e9);
+  CHECK(resolve("test_probe:bandwidth=40").number("bandwidth") == 5e9);  // bare number: Gbps
+  CHECK(resolve("test_probe:latency=200").number("latency") == 200e3);   // bare number: us
+  CHECK(std::isinf(resolve("test_probe:bandwidth=inf").number("bandwidth")));
+  CHECK_THROWS_WITH(defaults.number("nope"), Catch::Contains("'nope' is not defined"));
+}
+
+TEST_CASE("bad scenario specs are refused with the valid names, parameters and ranges", "[scenario][spec]") {
+  probe();
+  Graph g;
+  CHECK_THROWS_WITH(apply_scenario(g, parse_scenario_spec("no_such_scenario")),
+                    Catch::Contains("unknown scenario 'no_such_scenario' (valid: ") && Catch::Contains("test_probe"));
+  CHECK_THROWS_WITH(resolve("test_probe:speed=2"),
+                    Catch::Contains("no parameter 'speed'") && Catch::Contains("factor (number, > 0..100; default 2)") &&
+                        Catch::Contains("count (integer, 1..64; default 3)"));
+  CHECK_THROWS_WITH(resolve("test_probe:factor=0"), Catch::Contains("'factor' = '0' is out of range (valid: > 0..100)"));
+  CHECK_THROWS_WITH(resolve("test_probe:factor=nan"), Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(resolve("test_probe:factor=-inf"), Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(resolve("test_probe:factor=fast"), Catch::Contains("is not a valid number"));
+  CHECK_THROWS_WITH(resolve("test_probe:count=2.5"), Catch::Contains("whole numbers"));
+  CHECK_THROWS_WITH(resolve("test_probe:count=0"), Catch::Contains("out of range (valid: 1..64"));
+  CHECK_THROWS_WITH(resolve("test_probe:bandwidth=10furlongs"),
+                    Catch::Contains("not a valid bandwidth (e.g. 10Gbps, 100Mbps, 12GB/s"));
+  CHECK_THROWS_WITH(resolve("test_probe:bucket=-1MB"), Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(resolve("test_probe:latency=5parsecs"), Catch::Contains("not a valid duration"));
+}
+
+TEST_CASE("the registry lists the built-in scenarios with their parameters", "[scenario][spec]") {
+  const auto& all = scenario_registry();
+  for (const char* name : {"amp", "faster_gpu", "faster_network", "channels_last", "pinned_memory", "fused_adam",
+                           "restructure_bn", "cuda_graphs", "ddp", "p3", "dataloader_workers"})
+    CHECK(all.count(name) == 1);
+  CHECK_THAT(describe_scenario(find_scenario("dataloader_workers")),
+             Catch::Contains("workers (integer, 0..1024; default 4)"));
+}
+
+}  // namespace
+}  // namespace daydream

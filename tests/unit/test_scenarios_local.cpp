@@ -1,0 +1,573 @@
+// The single-GPU scenarios (amp, faster_gpu, faster_network, channels_last, pinned_memory):
+// exact arithmetic on small hand-built traces, bad parameters, and properties on the real traces
+// of ../shared/traces (skipped when absent).
+//
+// Hand-built traces are one thread and one stream inside ProfilerStep#0, so every CPU segment
+// touches the next (no cpu_sequential delays) and the step runs from its first to its last CPU
+// task. Launch latencies and the stream gap are the graph's calibration (docs/graph.md), worked
+// out in each test's comment.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "daydream/error.hpp"
+#include "daydream/ingest.hpp"
+#include "daydream/replay.hpp"
+#include "daydream/scenario.hpp"
+#include "daydream/simulate.hpp"
+#include "daydream/transform.hpp"
+#include "unit/graph_helpers.hpp"
+#include "unit/shared_traces.hpp"
+#include "unit/trace_builder.hpp"
+
+using namespace daydream;
+using test::KinetoJson;
+using test::task_named;
+using test::us;
+
+namespace {
+
+ScenarioOutcome apply(Graph& graph, const std::string& spec) { return apply_scenario(graph, parse_scenario_spec(spec)); }
+
+std::vector<TimeNs> step_times(const Graph& graph) {
+  std::vector<TimeNs> out;
+  for (const auto& it : make_replay_report(graph, simulate(graph)).iterations) out.push_back(it.simulated_ns);
+  return out;
+}
+
+TimeNs step_time(const Graph& graph) {
+  const auto steps = step_times(graph);
+  REQUIRE(steps.size() == 1);
+  return steps[0];
+}
+
+std::size_t tasks_named(const Graph& graph, std::string_view name) {
+  std::size_t n = 0;
+  for (TaskId t = 0; t < graph.num_tasks(); ++t) n += !graph.removed(t) && graph.name(t) == name;
+  return n;
+}
+
+std::string all_notes(const ScenarioOutcome& outcome) {
+  std::string text;
+  for (const auto& n : outcome.notes) text += n + "\n";
+  return text;
+}
+
+// Two kernels and a copy on stream 7, then a device synchronisation.
+//   cpu: step [0,10) L1 [10,20) step [20,30) L2 [30,40) L3 [40,44) step [44,46) sync [46,150) step [150,200)
+//   gpu: sgemm_a [25,85) (L1)  relu_b [85,125) (L2)  DtoD copy [125,145) (L3)
+// Calibration: sgemm_a is the only task launched onto an idle stream: launch latency 15 us for
+// every kind; relu_b and the copy were held back by the stream with no gap: gap 0. The sync
+// waited for the copy (ends 145), so its own time is 150 - 145 = 5 us.
+// Replay: sgemm 25-85, relu 85-125, copy 125-145, sync 145-150, last segment 150-200: 200 us.
+std::string two_kernels_and_a_copy() {
+  return KinetoJson()
+      .annotation("ProfilerStep#0", 0, 200)
+      .runtime("cudaLaunchKernel", 10, 10, 1)
+      .kernel("sgemm_a", 25, 60, 1)
+      .runtime("cudaLaunchKernel", 30, 10, 2)
+      .kernel("relu_b", 85, 40, 2)
+      .runtime("cudaMemcpyAsync", 40, 4, 3)
+      .memcpy("Memcpy DtoD (Device -> Device)", 125, 20, 3)
+      .runtime("cudaDeviceSynchronize", 46, 104, 4)
+      .str();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------- faster_gpu
+
+TEST_CASE("faster_gpu divides the chosen GPU tasks' durations: exact step times", "[scenario][local]") {
+  const Graph base = test::graph_of(two_kernels_and_a_copy());
+  REQUIRE(base.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)] == 15 * us);
+  REQUIRE(base.calibration().gpu_gap_ns == 0);
+  REQUIRE(step_time(base) == 200 * us);
+
+  SECTION("kernels (default): sgemm 25-55, relu 55-75, copy 75-95, sync 95-100, segment 100-150") {
+    Graph g = base;
+    const auto out = apply(g, "faster_gpu");
+    CHECK(g.task(task_named(g, "sgemm_a")).duration_ns == 30 * us);
+    CHECK(g.task(task_named(g, "relu_b")).duration_ns == 20 * us);
+    CHECK(g.task(task_named(g, "Memcpy DtoD (Device -> Device)")).duration_ns == 20 * us);
+    CHECK(step_time(g) == 150 * us);
+    CHECK_THAT(all_notes(out), Catch::Contains("2 GPU tasks (kernel) scaled by 1/2"));
+  }
+  SECTION("memcpy, factor 4: the copy takes 5 us, 125-130; sync 130-135, segment 135-185") {
+    Graph g = base;
+    apply(g, "faster_gpu:kind=memcpy,factor=4");
+    CHECK(g.task(task_named(g, "sgemm_a")).duration_ns == 60 * us);
+    CHECK(g.task(task_named(g, "Memcpy DtoD (Device -> Device)")).duration_ns == 5 * us);
+    CHECK(step_time(g) == 185 * us);
+  }
+  SECTION("all: sgemm 25-55, relu 55-75, copy 75-85, sync 85-90, segment 90-140") {
+    Graph g = base;
+    apply(g, "faster_gpu:kind=all");
+    CHECK(step_time(g) == 140 * us);
+  }
+  SECTION("memset: the trace has none, nothing changes") {
+    Graph g = base;
+    apply(g, "faster_gpu:kind=memset,factor=3");
+    CHECK(step_time(g) == 200 * us);
+  }
+  SECTION("factor 1 is the baseline") {
+    Graph g = base;
+    apply(g, "faster_gpu:factor=1,kind=all");
+    CHECK(step_time(g) == 200 * us);
+  }
+}
+
+TEST_CASE("scenario parameters out of range or unknown are refused with the valid values", "[scenario][local]") {
+  Graph g = test::graph_of(two_kernels_and_a_copy());
+  CHECK_THROWS_WITH(apply(g, "faster_gpu:factor=0"), Catch::Contains("'factor' = '0' is out of range (valid: > 0)"));
+  CHECK_THROWS_WITH(apply(g, "faster_gpu:factor=nan"), Catch::Contains("out of range (valid: > 0)"));
+  CHECK_THROWS_WITH(apply(g, "faster_gpu:factor=-2"), Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(apply(g, "faster_gpu:kind=tensor"),
+                    Catch::Contains("'kind' = 'tensor' is not a GPU task kind (valid: kernel, memcpy, memset, all)"));
+  CHECK_THROWS_WITH(apply(g, "faster_gpu:speed=2"), Catch::Contains("has no parameter 'speed'") && Catch::Contains("factor"));
+  CHECK_THROWS_WITH(apply(g, "faster_network:factor=0"), Catch::Contains("out of range (valid: > 0)"));
+  CHECK_THROWS_WITH(apply(g, "faster_network:bandwidth=0"), Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(apply(g, "amp:tensor_core=0"), Catch::Contains("'tensor_core' = '0' is out of range"));
+  CHECK_THROWS_WITH(apply(g, "amp:other=nan"), Catch::Contains("'other' = 'nan' is out of range"));
+  CHECK_THROWS_WITH(apply(g, "amp:casts=2"), Catch::Contains("'casts' = '2' is out of range (valid: 0..1"));
+  CHECK_THROWS_WITH(apply(g, "amp:pattern=(gemm"), Catch::Contains("invalid amp pattern '(gemm'"));
+  CHECK_THROWS_WITH(apply(g, "channels_last:pattern=[x"), Catch::Contains("invalid channels_last pattern '[x'"));
+  CHECK_THROWS_WITH(apply(g, "pinned_memory:bandwidth=0"), Catch::Contains("'bandwidth' = '0' is out of range"));
+  CHECK_THROWS_WITH(apply(g, "pinned_memory:non_blocking=0.5"), Catch::Contains("whole numbers"));
+  CHECK(step_time(g) == 200 * us);  // a refused scenario changed nothing
+}
+
+// ------------------------------------------------------------------------------ faster_network
+
+namespace {
+
+// As two_kernels_and_a_copy, with an NCCL all-reduce instead of relu_b and no copy; the
+// all-reduce's launch latency is the pooled 15 us (never launched onto an idle stream).
+//   gpu: sgemm_a [25,85), allreduce [85,125); sync [45,130) keeps 5 us; last segment [130,200).
+std::string kernel_and_allreduce() {
+  return KinetoJson()
+      .annotation("ProfilerStep#0", 0, 200)
+      .runtime("cudaLaunchKernel", 10, 10, 1)
+      .kernel("sgemm_a", 25, 60, 1)
+      .runtime("cudaLaunchKernel", 30, 10, 2)
+      .kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 85, 40, 2)
+      .runtime("cudaDeviceSynchronize", 45, 85, 3)
+      .str();
+}
+
+}  // namespace
+
+TEST_CASE("faster_network scales collectives by factor, or sets bytes / bandwidth", "[scenario][local]") {
+  const Graph base = test::graph_of(kernel_and_allreduce());
+  const TaskId allreduce = task_named(base, "ncclKernel_AllReduce_RING_LL_Sum_float");
+  REQUIRE(base.task(allreduce).kind == TaskKind::communication);
+  REQUIRE(step_time(base) == 200 * us);
+
+  SECTION("factor 2: all-reduce 85-105, sync 105-110, segment 110-180; the kernel is untouched") {
+    Graph g = base;
+    const auto out = apply(g, "faster_network");
+    CHECK(g.task(allreduce).duration_ns == 20 * us);
+    CHECK(g.task(task_named(g, "sgemm_a")).duration_ns == 60 * us);
+    CHECK(step_time(g) == 180 * us);
+    CHECK_THAT(all_notes(out), Catch::Contains("1 communication tasks scaled by 1/2"));
+  }
+  SECTION("factor 1 is the baseline") {
+    Graph g = base;
+    apply(g, "faster_network:factor=1");
+    CHECK(step_time(g) == 200 * us);
+  }
+  SECTION("bandwidth: 2 MB at 100 Gbps (12.5 GB/s) = 160 us: all-reduce 85-245, sync 245-250, segment 250-320") {
+    Graph g = base;
+    g.task(allreduce).bytes = 2'000'000;
+    const auto out = apply(g, "faster_network:bandwidth=100Gbps");
+    CHECK(g.task(allreduce).duration_ns == 160 * us);
+    CHECK(step_time(g) == 320 * us);
+    CHECK_THAT(all_notes(out), Catch::Contains("1 communication tasks set to bytes / 12.5 GB/s"));
+  }
+  SECTION("bandwidth without sizes, or with factor, is refused") {
+    Graph g = base;
+    CHECK_THROWS_WITH(apply(g, "faster_network:bandwidth=10Gbps"),
+                      Catch::Contains("parameter 'bandwidth' needs communication tasks with a known size") &&
+                          Catch::Contains("use 'factor' instead"));
+    CHECK_THROWS_WITH(apply(g, "faster_network:factor=2,bandwidth=10Gbps"),
+                      Catch::Contains("give either 'factor' or 'bandwidth', not both"));
+    CHECK(g.task(allreduce).duration_ns == 40 * us);
+  }
+  SECTION("a graph without collectives is left as it is, with a note") {
+    Graph g = test::graph_of(two_kernels_and_a_copy());
+    const auto out = apply(g, "faster_network:factor=3");
+    CHECK(step_time(g) == 200 * us);
+    CHECK_THAT(all_notes(out), Catch::Contains("no communication tasks"));
+  }
+}
+
+// ------------------------------------------------------------------------------- channels_last
+
+TEST_CASE("channels_last removes layout-transform kernels with their launch calls", "[scenario][local]") {
+  // cpu: step [0,10) L1 [10,20) step [20,30) L2 [30,40) L3 [40,45) step [45,50) sync [50,110) step [110,200)
+  // gpu: nchwToNhwc [25,45) (L1), conv [45,85) (L2), nhwcToNchw [85,105) (L3); latency 15, gap 0;
+  // the sync keeps 110 - 105 = 5 us. Replay: 200 us.
+  const Graph base = test::graph_of(KinetoJson()
+                                        .annotation("ProfilerStep#0", 0, 200)
+                                        .runtime("cudaLaunchKernel", 10, 10, 1)
+                                        .kernel("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, "
+                                                "(cudnnKernelDataType_t)2>(cudnn::ops::nchw2nhwc_params_t<float>)",
+                                                25, 20, 1)
+                                        .runtime("cudaLaunchKernel", 30, 10, 2)
+                                        .kernel("conv_main", 45, 40, 2)
+                                        .runtime("cudaLaunchKernel", 40, 5, 3)
+                                        .kernel("void nhwcToNchwKernel<float, float, float, true, false>(int)", 85, 20, 3)
+                                        .runtime("cudaDeviceSynchronize", 50, 60, 4)
+                                        .str());
+  REQUIRE(step_time(base) == 200 * us);
+  Graph g = base;
+  const auto out = apply(g, "channels_last");
+  // Both transforms and their calls L1, L3 are gone; conv keeps its call L2 (now [20,30)):
+  // conv starts 20 + 15 = 35, ends 75; the sync starts at 75 and keeps 5 us; the last
+  // segment (90 us) runs 80-170.
+  CHECK(tasks_named(g, "conv_main") == 1);
+  CHECK(tasks_named(g, "cudaLaunchKernel") == 1);
+  CHECK(g.num_live_tasks() == base.num_live_tasks() - 4);
+  CHECK(step_time(g) == 170 * us);
+  CHECK_THAT(all_notes(out), Catch::Contains("removed 2 layout-transform kernels (0.040 ms of GPU time) and 2 launch calls"));
+
+  SECTION("a pattern that matches nothing is a valid no-change prediction") {
+    Graph h = base;
+    const auto none = apply(h, "channels_last:pattern=transpose");
+    CHECK(step_time(h) == 200 * us);
+    CHECK_THAT(all_notes(none), Catch::Contains("no layout-transform kernels found"));
+  }
+  SECTION("the pattern can name other kernels") {
+    Graph h = base;
+    apply(h, "channels_last:pattern=^conv_main$");
+    CHECK(tasks_named(h, "conv_main") == 0);
+    CHECK(tasks_named(h, "cudaLaunchKernel") == 2);
+  }
+}
+
+// ------------------------------------------------------------------------------- pinned_memory
+
+namespace {
+
+// cpu: step [0,5) M1 [5,10) step [10,20) copy_ [20,25) M2 [25,120) copy_ [120,125)
+//      S1 (cudaStreamSynchronize) [125,135) copy_ [135,140) step [140,150) L [150,160)
+//      step [160,220) S2 (cudaDeviceSynchronize) [220,230) step [230,300)
+// gpu: DtoD [9,15) (M1), HtoD pageable 4096 bytes [45,125) (M2), relu [165,215) (L)
+// Calibration: memcpy latency = lower median of (4, 20) = 4 us (the staged copy's 20 us is a
+// sample too), kernel latency 15 us; no task was held back by the stream: gap 0. The HtoD copy
+// is staged: its launch edge carries its 20 us offset inside M2. S1 waits for the copy (ends 125)
+// and keeps 10 us; S2 starts after relu ended and keeps 10 us. Replay: 300 us.
+std::string pageable_input_copy() {
+  return KinetoJson()
+      .annotation("ProfilerStep#0", 0, 300)
+      .runtime("cudaMemcpyAsync", 5, 5, 1)
+      .memcpy("Memcpy DtoD (Device -> Device)", 9, 6, 1)
+      .cpu_op("aten::copy_", 20, 120)
+      .runtime("cudaMemcpyAsync", 25, 95, 2)
+      .memcpy("Memcpy HtoD (Pageable -> Device)", 45, 80, 2)
+      .runtime("cudaStreamSynchronize", 125, 10, 3)
+      .runtime("cudaLaunchKernel", 150, 10, 4)
+      .kernel("relu", 165, 50, 4)
+      .runtime("cudaDeviceSynchronize", 220, 10, 5)
+      .str();
+}
+
+}  // namespace
+
+TEST_CASE("pinned_memory makes a pageable host-to-device copy asynchronous at pinned bandwidth", "[scenario][local]") {
+  const Graph base = test::graph_of(pageable_input_copy());
+  const TaskId copy = task_named(base, "Memcpy HtoD (Pageable -> Device)");
+  const TaskId issue = task_named(base, "cudaMemcpyAsync", 1);
+  const TaskId stream_sync = task_named(base, "cudaStreamSynchronize");
+  REQUIRE(base.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::memcpy)] == 4 * us);
+  REQUIRE(test::edge_between(base, issue, copy)->delay_ns == 20 * us);  // the staging offset
+  REQUIRE(test::edge_between(base, copy, stream_sync)->type == EdgeType::sync);
+  REQUIRE(step_time(base) == 300 * us);
+
+  SECTION("non_blocking (default), 4096 bytes at 4.096 GB/s = 1 us") {
+    Graph g = base;
+    const auto out = apply(g, "pinned_memory:bandwidth=4.096GB/s");
+    CHECK(g.task(copy).duration_ns == 1 * us);
+    CHECK(g.task(issue).duration_ns == 10 * us);   // the median kernel-launch call (L: 10 us)
+    CHECK(g.edge(issue, copy).delay_ns == 4 * us);  // no staging: the memcpy launch latency
+    CHECK(g.removed(stream_sync));
+    CHECK(g.task(task_named(g, "Memcpy DtoD (Device -> Device)")).duration_ns == 6 * us);  // not host-to-device
+    // M2 25-35, copy 29-30; copy_ 35-40, (S1 gone) copy_ 40-45, step 45-55, L 55-65,
+    // relu 70-120, step 65-125, S2 125-135, step 135-205.
+    CHECK(step_time(g) == 205 * us);
+    CHECK_THAT(all_notes(out), Catch::Contains("1 host-to-device copies made pinned") &&
+                                   Catch::Contains("1 stream synchronisations removed"));
+  }
+  SECTION("non_blocking=0: the operator still synchronises") {
+    Graph g = base;
+    apply(g, "pinned_memory:bandwidth=4.096GB/s,non_blocking=0");
+    CHECK_FALSE(g.removed(stream_sync));
+    // copy 29-30, copy_ 35-40, S1 40-50, copy_ 50-55, step 55-65, L 65-75, relu 80-130,
+    // step 75-135, S2 135-145, step 145-215.
+    CHECK(step_time(g) == 215 * us);
+  }
+  SECTION("default bandwidth 12 GB/s: 4096 bytes take 341 ns") {
+    Graph g = base;
+    apply(g, "pinned_memory");
+    CHECK(g.task(copy).duration_ns == 341);  // 4096 / 12e9 s = 341.3 ns
+  }
+  SECTION("copies already pinned, and graphs without host-to-device copies, are left as they are") {
+    Graph g = test::graph_of(two_kernels_and_a_copy());
+    const auto out = apply(g, "pinned_memory");
+    CHECK(step_time(g) == 200 * us);
+    CHECK_THAT(all_notes(out), Catch::Contains("no host-to-device copies from pageable memory"));
+  }
+}
+
+// ------------------------------------------------------------------------------------------ amp
+
+namespace {
+
+// Inside ProfilerStep#0 (so the forward phase):
+//   cpu: step [0,10) conv2d [10,15) L1 [15,25) conv2d [25,27) L2 [27,35) conv2d [35,40)
+//        step [40,50) linear [50,55) L3 [55,65) linear [65,70) step [70,80) M [80,86)
+//        step [86,90) sync [90,235) step [235,300)
+//   gpu: scudnn conv [30,120) (L1), elementwise add [120,160) (L2), sgemm [160,220) (L3),
+//        DtoD copy [220,230) (M)
+// Calibration: latency 15 us (the conv, onto the idle stream; pooled for the copy); the rest
+// was held back by the stream with no gap: gap 0. The sync keeps 235 - 230 = 5 us. Replay 300 us.
+std::string conv_add_linear() {
+  return KinetoJson()
+      .annotation("ProfilerStep#0", 0, 300)
+      .cpu_op("aten::conv2d", 10, 30)
+      .runtime("cudaLaunchKernel", 15, 10, 1)
+      .kernel("volta_scudnn_128x64_relu_interior_nn_v1", 30, 90, 1)
+      .runtime("cudaLaunchKernel", 27, 8, 2)
+      .kernel("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)", 120, 40, 2)
+      .cpu_op("aten::linear", 50, 20)
+      .runtime("cudaLaunchKernel", 55, 10, 3)
+      .kernel("volta_sgemm_64x64_nt", 160, 60, 3)
+      .runtime("cudaMemcpyAsync", 80, 6, 4)
+      .memcpy("Memcpy DtoD (Device -> Device)", 220, 10, 4)
+      .runtime("cudaDeviceSynchronize", 90, 145, 5)
+      .str();
+}
+
+}  // namespace
+
+TEST_CASE("amp scales tensor-core and other kernels and casts each forward operator's weights", "[scenario][local]") {
+  const Graph base = test::graph_of(conv_add_linear());
+  const TaskId conv = task_named(base, "volta_scudnn_128x64_relu_interior_nn_v1");
+  const TaskId gemm = task_named(base, "volta_sgemm_64x64_nt");
+  REQUIRE(base.task(conv).phase == Phase::forward);
+  REQUIRE(base.calibration().gpu_gap_ns == 0);
+  REQUIRE(step_time(base) == 300 * us);
+
+  SECTION("the Daydream paper's model (casts=0): conv 30-60, add 60-80, gemm 80-100, copy 100-110, "
+          "sync 110-115, step 115-180") {
+    Graph g = base;
+    const auto out = apply(g, "amp:casts=0");
+    CHECK(g.task(conv).duration_ns == 30 * us);
+    CHECK(g.task(gemm).duration_ns == 20 * us);
+    CHECK(g.task(task_named(g, "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)"))
+              .duration_ns == 20 * us);
+    CHECK(g.task(task_named(g, "Memcpy DtoD (Device -> Device)")).duration_ns == 10 * us);  // copies unchanged
+    CHECK(step_time(g) == 180 * us);
+    CHECK_THAT(all_notes(out), Catch::Contains("2 tensor-core kernels scaled by 1/3") &&
+                                   Catch::Contains("1 other kernels by 1/2"));
+  }
+  SECTION("with casts: one cast (the median elementwise kernel after scaling, 20 us) per forward operator") {
+    Graph g = base;
+    const auto out = apply(g, "amp");
+    REQUIRE(tasks_named(g, "amp cast fp32 -> fp16") == 2);
+    REQUIRE(tasks_named(g, "cudaLaunchKernel (amp cast)") == 2);
+    const TaskId cast1 = task_named(g, "amp cast fp32 -> fp16");
+    const TaskId launch1 = task_named(g, "cudaLaunchKernel (amp cast)");
+    const TaskId l1 = task_named(g, "cudaLaunchKernel");
+    CHECK(g.task(cast1).duration_ns == 20 * us);
+    CHECK(g.task(cast1).phase == Phase::forward);
+    CHECK(g.task(launch1).duration_ns == 10 * us);  // median launch call of (10, 8, 10)
+    CHECK(test::edge_between(g, launch1, cast1)->timing == Timing::start_to_start);
+    CHECK(test::edge_between(g, launch1, cast1)->delay_ns == 15 * us);
+    CHECK(test::edge_between(g, launch1, l1)->type == EdgeType::cpu_sequential);
+    CHECK(test::edge_between(g, cast1, conv)->type == EdgeType::gpu_sequential);
+    CHECK(test::edge_between(g, task_named(g, "amp cast fp32 -> fp16", 1), gemm).has_value());
+    // cpu: conv2d 10-15, cast launch 15-25, L1 25-35, conv2d 35-37, L2 37-45, conv2d 45-50,
+    //      step 50-60, linear 60-65, cast launch 65-75, L3 75-85, linear 85-90, step 90-100,
+    //      M 100-106, step 106-110.
+    // gpu: cast 30-50, conv 50-80, add 80-100, cast 100-120 (launched at 65 + 15), gemm 120-140,
+    //      copy 140-150; sync 150-155, step 155-220.
+    CHECK(step_time(g) == 220 * us);
+    CHECK_THAT(all_notes(out), Catch::Contains("2 fp16 weight casts inserted"));
+  }
+  SECTION("a trace without a forward phase gets no casts") {
+    Graph g = test::graph_of(KinetoJson()
+                                 .runtime("cudaLaunchKernel", 15, 10, 1)
+                                 .kernel("volta_sgemm_64x64_nt", 30, 90, 1)
+                                 .str());
+    const auto out = apply(g, "amp");
+    CHECK(g.task(task_named(g, "volta_sgemm_64x64_nt")).duration_ns == 30 * us);
+    CHECK(tasks_named(g, "amp cast fp32 -> fp16") == 0);
+    CHECK_THAT(all_notes(out), Catch::Contains("no casts inserted: the graph marks no forward phase"));
+  }
+}
+
+TEST_CASE("amp recognises tensor-core kernels by name, not by their parameter lists", "[scenario][local]") {
+  const std::vector<std::string> tensor_core = {
+      "volta_sgemm_128x64_nn",
+      "cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1",
+      "void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>(int, int)",
+      "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)",
+      "void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>(int, int)",
+      "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4>(Params)",
+      "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16",
+      "volta_h884gemm_64x64_ldg8_nn",
+      "turing_fp16_s1688cudnn_fp16_128x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1",
+      "_ZN19cutlass_cudnn_train6KernelINS_4conv6kernel23ImplicitGemmConvolution",
+  };
+  const std::vector<std::string> other = {
+      "void cudnn::cnn::im2col4d_kernel<float, long>(cudnn::cnn::im2col4d_params, cudnnConvolutionStruct)",
+      "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)",
+      "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>(cudnnTensorStruct)",
+      "cask_cudnn::computeWgradBOffsetsKernel(cask_cudnn::ComputeWgradBOffsetsParams)",
+      "void cudnn::cnn::reduce_wgrad_nchw_helper<float, float>(void*, void const*, float, int, int)",
+      "void cudnn::winograd_nonfused::winogradWgradData4x4<float, float>(Params)",
+      "void cudnn::winograd::generateWinogradTilesKernel<0, float, float>(Params)",
+      "void splitKreduce_kernel<float, float, float, float>(cublasSplitKParams<float>)",
+  };
+  KinetoJson trace;
+  double ts = 0;
+  std::int64_t correlation = 1;
+  for (const auto* names : {&tensor_core, &other})
+    for (const auto& name : *names) trace.kernel(name, ts += 100, 30, correlation++);
+  Graph g = test::graph_of(trace.str());
+  apply(g, "amp:tensor_core=3,other=2");
+  for (const auto& name : tensor_core) {
+    INFO(name);
+    CHECK(g.task(task_named(g, name)).duration_ns == 10 * us);
+  }
+  for (const auto& name : other) {
+    INFO(name);
+    CHECK(g.task(task_named(g, name)).duration_ns == 15 * us);
+  }
+}
+
+// ------------------------------------------------------------------------- real shared traces
+
+namespace {
+
+struct RealTrace {
+  Graph graph;
+  std::vector<TimeNs> steps;
+};
+
+RealTrace real(const std::string& relative) {
+  const auto files = test::traces_at(relative);
+  REQUIRE(files.size() >= 1);
+  RealTrace r{build_graph(load_trace(files.front())), {}};
+  r.steps = step_times(r.graph);
+  REQUIRE(r.steps.size() >= 5);
+  return r;
+}
+
+// Every step of `changed` no longer than `bound_ns(k)` of the same step; returns the steps.
+template <class Bound>
+std::vector<TimeNs> check_steps(const Graph& changed, const RealTrace& base, Bound bound_ns) {
+  const auto steps = step_times(changed);
+  REQUIRE(steps.size() == base.steps.size());
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    INFO("step " << k << ": baseline " << base.steps[k] << " ns, predicted " << steps[k] << " ns");
+    CHECK(steps[k] <= bound_ns(k));
+  }
+  return steps;
+}
+
+// The CPU time AMP's inserted cast launches add to each step.
+std::vector<TimeNs> cast_launch_ns_per_step(const Graph& graph, std::size_t steps) {
+  std::vector<TimeNs> out(steps, 0);
+  for (TaskId t = 0; t < graph.num_tasks(); ++t)
+    if (!graph.removed(t) && graph.name(t) == "cudaLaunchKernel (amp cast)" && graph.task(t).iteration >= 0)
+      out.at(static_cast<std::size_t>(graph.task(t).iteration)) += graph.task(t).duration_ns;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("amp and faster_gpu never slow a real step down; factor 1 is the baseline", "[scenario][local][real]") {
+  SKIP_WITHOUT_SHARED_TRACES();
+  for (const char* relative : {"resnet50-v100-dataloader/workers0", "ddp-resnet-v100-rank0"}) {
+    INFO(relative);
+    const RealTrace base = real(relative);
+    const auto same = [&](std::size_t k) { return base.steps[k]; };
+    for (const char* spec : {"faster_gpu", "faster_gpu:factor=4,kind=all", "amp:casts=0"}) {
+      INFO(spec);
+      Graph g = base.graph;
+      apply(g, spec);
+      check_steps(g, base, same);
+    }
+    {  // With casts, a CPU-bound step may pay at most the cast launches' CPU time.
+      Graph g = base.graph;
+      apply(g, "amp");
+      const auto extra = cast_launch_ns_per_step(g, base.steps.size());
+      CHECK(extra[0] > 0);
+      check_steps(g, base, [&](std::size_t k) { return base.steps[k] + extra[k]; });
+    }
+    Graph one = base.graph;
+    apply(one, "faster_gpu:factor=1,kind=all");
+    CHECK(step_times(one) == base.steps);
+  }
+}
+
+TEST_CASE("amp speeds up the GPU-bound DDP ResNet steps", "[scenario][local][real]") {
+  SKIP_WITHOUT_SHARED_TRACES();
+  const RealTrace base = real("ddp-resnet-v100-rank0");
+  Graph g = base.graph;
+  apply(g, "amp");
+  const auto steps = step_times(g);
+  // Steps 2-5 are GPU-bound (95.7 ms replayed); the kernels shrink by 2-3x.
+  for (std::size_t k = 2; k < steps.size(); ++k) CHECK(static_cast<double>(steps[k]) < 0.6 * static_cast<double>(base.steps[k]));
+}
+
+TEST_CASE("faster_network on real traces: factor 1 is the baseline, faster never slower", "[scenario][local][real]") {
+  SKIP_WITHOUT_SHARED_TRACES();
+  // ddp-convnet-a100-nccl: 21 all-reduces, CPU-bound steps. dlrm rank 0: 8 collectives
+  // (all-to-all, all-reduce) on the critical path of its one step (14.425 ms).
+  for (const char* relative : {"ddp-convnet-a100-nccl", "dlrm-v100-8ranks/kineto"}) {
+    INFO(relative);
+    const auto files = test::traces_at(relative);
+    REQUIRE(!files.empty());
+    RealTrace base{build_graph(load_trace(files.front())), {}};
+    base.steps = step_times(base.graph);
+    REQUIRE(!base.steps.empty());
+    Graph one = base.graph;
+    apply(one, "faster_network:factor=1");
+    CHECK(step_times(one) == base.steps);
+    Graph faster = base.graph;
+    const auto out = apply(faster, "faster_network:factor=10");
+    CHECK_THAT(all_notes(out), Catch::Contains("communication tasks scaled by 1/10"));
+    check_steps(faster, base, [&](std::size_t k) { return base.steps[k]; });
+    Graph bad = base.graph;
+    CHECK_THROWS_WITH(apply(bad, "faster_network:bandwidth=100Gbps"), Catch::Contains("use 'factor' instead"));
+  }
+  const auto dlrm = test::traces_at("dlrm-v100-8ranks/kineto");
+  Graph g = build_graph(load_trace(dlrm.front()));
+  const TimeNs before = step_time(g);
+  apply(g, "faster_network");
+  CHECK(static_cast<double>(step_time(g)) < 0.95 * static_cast<double>(before));  // 14.425 -> 12.840 ms
+}
+
+TEST_CASE("channels_last and pinned_memory on real traces", "[scenario][local][real]") {
+  SKIP_WITHOUT_SHARED_TRACES();
+  const RealTrace resnet = real("resnet50-v100-dataloader/workers0");
+  {  // 12 nchwToNhwc + 6 nhwcToNchw kernels, each with its own launch call.
+    Graph g = resnet.graph;
+    const auto out = apply(g, "channels_last");
+    CHECK_THAT(all_notes(out), Catch::Contains("removed 18 layout-transform kernels") && Catch::Contains("and 18 launch calls"));
+    check_steps(g, resnet, [&](std::size_t k) { return resnet.steps[k]; });
+  }
+  {  // Each step copies its input batch (19,267,584 bytes) and labels from pageable memory.
+    Graph g = resnet.graph;
+    const auto out = apply(g, "pinned_memory");
+    CHECK_THAT(all_notes(out), Catch::Contains("12 host-to-device copies made pinned") &&
+                                   Catch::Contains("12 stream synchronisations removed"));
+    for (TaskId t : g.select(TaskFilter().kind(TaskKind::memcpy).name("HtoD")))
+      if (g.task(t).bytes == 19'267'584) CHECK(g.task(t).duration_ns == 1'605'632);  // 19267584 / 12e9 s
+    check_steps(g, resnet, [&](std::size_t k) { return resnet.steps[k] - 100 * us; });
+  }
+}
