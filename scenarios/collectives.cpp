@@ -73,9 +73,12 @@ bool names_allreduce(std::string_view name) {
 
 /// Bytes per element of the dtype names record_param_comms writes; 0 when unknown.
 std::int64_t dtype_bytes(std::string_view dtype) {
-  struct Size { const char* name; std::int64_t bytes; };
-  static constexpr Size sizes[] = {{"Float", 4}, {"Half", 2}, {"BFloat16", 2}, {"Double", 8}, {"Long", 8},
-                                   {"Int", 4},   {"Short", 2}, {"Byte", 1},    {"Char", 1},   {"Bool", 1}};
+  struct Size {
+    const char* name;
+    std::int64_t bytes;
+  };
+  static constexpr Size sizes[] = {{"Float", 4}, {"Half", 2},  {"BFloat16", 2}, {"Double", 8}, {"Long", 8},
+                                   {"Int", 4},   {"Short", 2}, {"Byte", 1},     {"Char", 1},   {"Bool", 1}};
   for (const auto& s : sizes)
     if (dtype == s.name) return s.bytes;
   return 0;
@@ -104,6 +107,17 @@ TaskId comm_launch_of(const Graph& graph, TaskId comm_task) {
   return kNoTask;
 }
 
+TraceCollective make_collective(std::string name, std::int64_t bytes, UnitId thread, TimeNs start_ns, TimeNs end_ns) {
+  TraceCollective c;
+  c.allreduce = names_allreduce(name);
+  c.name = std::move(name);
+  c.bytes = bytes;
+  c.thread = thread;
+  c.start_ns = start_ns;
+  c.end_ns = end_ns;
+  return c;
+}
+
 /// The record_param_comms range the call lies in, or nullptr.
 TraceCollective* collective_around(std::vector<TraceCollective>& list, const Task& call) {
   for (auto& c : list)
@@ -121,8 +135,9 @@ void attach_comm_tasks(const Graph& graph, TraceCollectives& out) {
     TraceCollective* c = call == kNoTask ? nullptr : collective_around(out.list, graph.task(call));
     if (c == nullptr) {
       if (!names_allreduce(graph.name(t))) continue;
-      out.list.push_back({std::string(graph.name(t)), kNone, call == kNoTask ? 0 : graph.task(call).unit,
-                          task.recorded_start_ns, task.recorded_start_ns, {}, 0, true});
+      const UnitId thread = call == kNoTask ? 0 : graph.task(call).unit;
+      out.list.push_back(
+          make_collective(std::string(graph.name(t)), kNone, thread, task.recorded_start_ns, task.recorded_start_ns));
       c = &out.list.back();
     }
     c->tasks.push_back(t);
@@ -149,11 +164,12 @@ TraceCollectives read_trace_collectives(const Graph& graph) {
     const auto unit = cpu_unit_of(graph, trace.lanes[e.lane]);
     if (!unit) continue;
     if (out.world_size == kNone || out.world_size < 1) out.world_size = info.group_size;
-    out.list.push_back({info.name, message_bytes(info), *unit, e.start_ns - graph.origin_ns,
-                        e.end_ns() - graph.origin_ns, {}, 0, names_allreduce(info.name)});
+    out.list.push_back(make_collective(info.name, message_bytes(info), *unit, e.start_ns - graph.origin_ns,
+                                       e.end_ns() - graph.origin_ns));
   }
   attach_comm_tasks(graph, out);
-  std::stable_sort(out.list.begin(), out.list.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(out.list.begin(), out.list.end(),
+                   [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
   return out;
 }
 
@@ -211,14 +227,15 @@ bool is_optimizer_step(std::string_view name) {
 }
 
 /// The AccumulateGrad ranges, nested ones merged into their outermost (the autograd engine wraps
-/// each in "evaluate_function: ..."), by start.
+/// each in "evaluate_function: ..."), by end.
 std::vector<CpuRange> accumulate_grad_ranges(const Graph& graph) {
   std::vector<CpuRange> out;
   for (const CpuRange& r : graph.ranges()) {  // by unit, then start
     if (!is_accumulate_grad(graph.string(r.name))) continue;
     if (!out.empty() && out.back().unit == r.unit && r.start_ns < out.back().end_ns)
       out.back().end_ns = std::max(out.back().end_ns, r.end_ns);
-    else out.push_back(r);
+    else
+      out.push_back(r);
   }
   std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.end_ns < b.end_ns; });
   return out;
@@ -259,13 +276,14 @@ Gradient gradient_at(const Graph& graph, const LaunchIndex& launches, const CpuR
   Gradient g;
   g.ready = launches.last_before(range.unit, range.end_ns);
   g.ready_ns = range.end_ns;
-  for (TaskId t : launches.launched_in(range.unit, range.start_ns, range.end_ns)) g.own_gpu_ns += graph.task(t).duration_ns;
+  for (TaskId t : launches.launched_in(range.unit, range.start_ns, range.end_ns))
+    g.own_gpu_ns += graph.task(t).duration_ns;
   return g;
 }
 
 /// The optimizer step after the pass's last gradient (inside its window) sets the barrier.
-void find_barrier(const Graph& graph, const LaunchIndex& launches, const std::vector<CpuRange>& steps, BackwardPass& pass,
-                  TimeNs last_ready_ns) {
+void find_barrier(const Graph& graph, const LaunchIndex& launches, const std::vector<CpuRange>& steps,
+                  BackwardPass& pass, TimeNs last_ready_ns) {
   for (const CpuRange& step : steps) {
     if (step.start_ns < last_ready_ns || step.start_ns >= pass.end_ns) continue;
     pass.update_tasks = launches.launched_in(step.unit, step.start_ns, step.end_ns);
@@ -332,9 +350,10 @@ namespace {
 /// {"parameters": [{"name": "conv1.weight", "count": 9408}, ...]}.
 std::vector<std::int64_t> read_param_file(const std::string& path, std::string_view scenario) {
   const auto fail = [&](const std::string& problem) {
-    return Error(fmt::format("{}: param_file '{}': {} (expected {{\"parameters\": [{{\"name\": \"conv1.weight\", "
-                             "\"count\": 9408}}, ...]}} in forward order)",
-                             scenario, path, problem));
+    return Error(
+        fmt::format("{}: param_file '{}': {} (expected {{\"parameters\": [{{\"name\": \"conv1.weight\", "
+                    "\"count\": 9408}}, ...]}} in forward order)",
+                    scenario, path, problem));
   };
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -387,7 +406,8 @@ std::string spread_over_pass(const Graph& graph, BackwardPass& pass, std::int64_
   std::vector<double> weights = update_kernel_proxy(graph, pass);
   std::string proxy = "the optimizer's per-parameter update kernels";
   if (!has_weight(weights)) weights = accumulate_kernel_proxy(pass), proxy = "the AccumulateGrad kernels";
-  if (!has_weight(weights)) weights.assign(pass.gradients.size(), 1.0), proxy = "equal shares (no size proxy in the trace)";
+  if (!has_weight(weights))
+    weights.assign(pass.gradients.size(), 1.0), proxy = "equal shares (no size proxy in the trace)";
   const auto parts = spread_bytes(total, weights);
   for (std::size_t i = 0; i < parts.size(); ++i) pass.gradients[i].bytes = parts[i];
   return proxy;
@@ -399,7 +419,8 @@ std::string proxies_text(const std::set<std::string>& proxies) {
   return text;
 }
 
-std::string sizes_from_file(std::vector<BackwardPass>& passes, const ScenarioParams& params, std::string_view scenario) {
+std::string sizes_from_file(std::vector<BackwardPass>& passes, const ScenarioParams& params,
+                            std::string_view scenario) {
   const std::string& path = params.text("param_file");
   const auto counts = read_param_file(path, scenario);
   const double per_param = params.number("bytes_per_param");
@@ -407,15 +428,17 @@ std::string sizes_from_file(std::vector<BackwardPass>& passes, const ScenarioPar
     const std::size_t n = pass.gradients.size();
     if (n == 0) continue;
     if (n != counts.size())
-      throw Error(fmt::format("{}: param_file '{}' lists {} parameters but the backward pass of iteration {} has {} "
-                              "AccumulateGrad ranges",
-                              scenario, path, counts.size(), pass.iteration, n));
+      throw Error(
+          fmt::format("{}: param_file '{}' lists {} parameters but the backward pass of iteration {} has {} "
+                      "AccumulateGrad ranges",
+                      scenario, path, counts.size(), pass.iteration, n));
     for (std::size_t i = 0; i < n; ++i)  // gradients become ready in reverse forward order
       pass.gradients[i].bytes = std::llround(static_cast<double>(counts[n - 1 - i]) * per_param);
   }
-  return fmt::format("gradient sizes from param_file '{}' ({} parameters, matched to the AccumulateGrad ranges in "
-                     "reverse order)",
-                     path, counts.size());
+  return fmt::format(
+      "gradient sizes from param_file '{}' ({} parameters, matched to the AccumulateGrad ranges in "
+      "reverse order)",
+      path, counts.size());
 }
 
 }  // namespace
@@ -424,7 +447,8 @@ std::int64_t given_total_bytes(const ScenarioParams& params, std::string_view sc
   const double per_param = params.number("bytes_per_param");
   if (params.given("param_file")) {
     const auto counts = read_param_file(params.text("param_file"), scenario);
-    return std::llround(static_cast<double>(std::accumulate(counts.begin(), counts.end(), std::int64_t{0})) * per_param);
+    return std::llround(static_cast<double>(std::accumulate(counts.begin(), counts.end(), std::int64_t{0})) *
+                        per_param);
   }
   return params.given("params") ? std::llround(params.number("params") * per_param) : kNone;
 }
@@ -444,14 +468,16 @@ std::string assign_sizes(const Graph& graph, std::vector<BackwardPass>& passes, 
     return p.gradients.empty() || p.recorded_allreduce_bytes > 0;
   });
   if (!recorded)
-    throw Error(fmt::format("{}: the trace records no gradient sizes; give param_file (a JSON file of per-parameter "
-                            "counts) or params (the total parameter count, e.g. params=25.6e6 for ResNet-50)",
-                            scenario));
+    throw Error(
+        fmt::format("{}: the trace records no gradient sizes; give param_file (a JSON file of per-parameter "
+                    "counts) or params (the total parameter count, e.g. params=25.6e6 for ResNet-50)",
+                    scenario));
   for (BackwardPass& pass : passes)
     if (!pass.gradients.empty()) proxies.insert(spread_over_pass(graph, pass, pass.recorded_allreduce_bytes));
-  return fmt::format("gradient sizes: each pass's all_reduce sizes recorded in the trace (record_param_comms), spread "
-                     "in proportion to {}",
-                     proxies_text(proxies));
+  return fmt::format(
+      "gradient sizes: each pass's all_reduce sizes recorded in the trace (record_param_comms), spread "
+      "in proportion to {}",
+      proxies_text(proxies));
 }
 
 // --- DDP buckets ---
@@ -503,7 +529,8 @@ std::vector<ScenarioParam> data_parallel_params() {
       param("gpus", ParamKind::integer, 1, "GPUs per machine", 1, 1e6),
       param("intra", ParamKind::bandwidth, 100e9, "ring bandwidth between the GPUs of one machine (NVLink class)",
             kMinLink, kInf),
-      param("inter", ParamKind::bandwidth, 10e9 / 8, "ring bandwidth between machines (10 Gb Ethernet)", kMinLink, kInf),
+      param("inter", ParamKind::bandwidth, 10e9 / 8, "ring bandwidth between machines (10 Gb Ethernet)", kMinLink,
+            kInf),
       param("bandwidth", ParamKind::bandwidth, 0,
             "the ring's bandwidth, overriding intra/inter (unset: intra on one machine, inter across machines)",
             kMinLink, kInf),
@@ -511,7 +538,8 @@ std::vector<ScenarioParam> data_parallel_params() {
       param("bucket", ParamKind::bytes, 25 * kMiB, "DDP bucket cap (bucket_cap_mb = 25)", 0, kInf, true),
       param("first_bucket", ParamKind::bytes, 1 * kMiB, "cap of DDP's first bucket", 0, kInf, true),
       param("params", ParamKind::number, 0,
-            "total parameter count, when the trace records no gradient sizes (e.g. 25.6e6 for ResNet-50)", 0, 1e13, true),
+            "total parameter count, when the trace records no gradient sizes (e.g. 25.6e6 for ResNet-50)", 0, 1e13,
+            true),
       param("bytes_per_param", ParamKind::number, 4, "bytes per gradient element (4 = fp32, 2 = fp16)", 0, 64, true),
       param_file,
   };
@@ -537,33 +565,39 @@ std::optional<RingFit> fit_trace(const TraceCollectives& collectives, std::vecto
   std::size_t unsized = 0;
   for (const auto& c : collectives.list) {
     if (!c.allreduce || c.tasks.empty()) continue;
-    if (c.bytes == kNone) ++unsized;
-    else samples.push_back({c.bytes, c.tasks_ns});
+    if (c.bytes == kNone)
+      ++unsized;
+    else
+      samples.push_back({c.bytes, c.tasks_ns});
   }
   if (unsized > 0) notes.push_back(fmt::format("{} traced all-reduces record no size: left out of the fit", unsized));
   if (samples.empty()) return std::nullopt;
   const auto fit = fit_ring(samples, collectives.world_size);
   if (!fit) {
-    notes.push_back(fmt::format("no fit: the trace's {} all-reduces of known size have fewer than 2 distinct sizes or "
-                                "the world size ({}) is under 2; default latency and bandwidth used",
-                                samples.size(), collectives.world_size));
+    notes.push_back(
+        fmt::format("no fit: the trace's {} all-reduces of known size have fewer than 2 distinct sizes or "
+                    "the world size ({}) is under 2; default latency and bandwidth used",
+                    samples.size(), collectives.world_size));
     return std::nullopt;
   }
-  notes.push_back(fmt::format("fit to the trace's {} all-reduces ({} sizes, n = {}): latency {:.1f} us, bandwidth {}, "
-                              "rms residual {:.1f} us, R^2 {:.2f}",
-                              fit->samples, fit->distinct_sizes, collectives.world_size, fit->latency_ns / 1e3,
-                              bandwidth_text(fit->ns_per_byte), fit->rms_residual_ns / 1e3, fit->r_squared));
+  notes.push_back(
+      fmt::format("fit to the trace's {} all-reduces ({} sizes, n = {}): latency {:.1f} us, bandwidth {}, "
+                  "rms residual {:.1f} us, R^2 {:.2f}",
+                  fit->samples, fit->distinct_sizes, collectives.world_size, fit->latency_ns / 1e3,
+                  bandwidth_text(fit->ns_per_byte), fit->rms_residual_ns / 1e3, fit->r_squared));
   if (fit->r_squared >= kMinRSquared && fit->latency_ns >= 0 && fit->ns_per_byte > 0) return fit;
-  notes.push_back(fmt::format("fit not used (needs R^2 >= {} and positive latency and bandwidth): the traced "
-                              "all-reduce times are not explained by their sizes (NCCL kernels also wait for the "
-                              "slowest rank); defaults used",
-                              kMinRSquared));
+  notes.push_back(
+      fmt::format("fit not used (needs R^2 >= {} and positive latency and bandwidth): the traced "
+                  "all-reduce times are not explained by their sizes (NCCL kernels also wait for the "
+                  "slowest rank); defaults used",
+                  kMinRSquared));
   return std::nullopt;
 }
 
 }  // namespace
 
-RingCost cluster_cost(const ScenarioParams& params, const TraceCollectives& collectives, std::vector<std::string>& notes) {
+RingCost cluster_cost(const ScenarioParams& params, const TraceCollectives& collectives,
+                      std::vector<std::string>& notes) {
   RingCost cost;
   cost.ranks = ranks_of(params);
   const bool one_machine = params.integer("machines") == 1;
@@ -573,6 +607,7 @@ RingCost cluster_cost(const ScenarioParams& params, const TraceCollectives& coll
   cost.latency_ns = params.number("latency");
   std::string latency_source = params.given("latency") ? "given" : "default";
   std::string link_source = (params.given(link) ? "given " : "default ") + link;
+  if (!collectives.unavailable.empty()) notes.push_back(collectives.unavailable + ": no recorded collective sizes");
   if (const auto fit = fit_trace(collectives, notes)) {
     if (!params.given("latency")) cost.latency_ns = fit->latency_ns, latency_source = "fitted";
     if (!params.given(link)) cost.ns_per_byte = fit->ns_per_byte, link_source = "fitted";

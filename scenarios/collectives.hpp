@@ -51,19 +51,19 @@ std::optional<RingFit> fit_ring(const std::vector<MeasuredCollective>& samples, 
 // --- the trace's own collectives (`record_param_comms`) ---
 
 struct TraceCollective {
-  std::string name;              ///< "allreduce", "broadcast", ...
-  std::int64_t bytes = kNone;    ///< message size, kNone when the trace does not record it
-  UnitId thread = 0;             ///< the CPU thread of the record_param_comms range
+  std::string name;                 ///< "allreduce", "broadcast", ...
+  std::int64_t bytes = kNone;       ///< message size, kNone when the trace does not record it
+  UnitId thread = 0;                ///< the CPU thread of the record_param_comms range
   TimeNs start_ns = 0, end_ns = 0;  ///< the range, relative to the graph origin
-  std::vector<TaskId> tasks;     ///< the communication tasks launched inside the range
-  TimeNs tasks_ns = 0;           ///< their measured durations, summed
-  bool allreduce = false;        ///< named so, or launched an all-reduce kernel
+  std::vector<TaskId> tasks;        ///< the communication tasks launched inside the range
+  TimeNs tasks_ns = 0;              ///< their measured durations, summed
+  bool allreduce = false;           ///< named so, or launched an all-reduce kernel
 };
 
 struct TraceCollectives {
-  std::int64_t world_size = kNone;  ///< distributedInfo.world_size, else the collectives' group size
+  std::int64_t world_size = kNone;    ///< distributedInfo.world_size, else the collectives' group size
   std::vector<TraceCollective> list;  ///< by start
-  std::string unavailable;  ///< why none could be read (empty when the trace file was read)
+  std::string unavailable;            ///< why none could be read (empty when the trace file was read)
 };
 
 /// The collectives the graph's trace file records (record_param_comms), with the communication
@@ -76,9 +76,9 @@ TraceCollectives read_trace_collectives(const Graph& graph);
 
 /// One parameter's gradient: where it becomes ready and how big it is.
 struct Gradient {
-  TaskId ready = kNoTask;     ///< the last GPU task the backward thread launched up to its AccumulateGrad
-  TimeNs ready_ns = 0;        ///< end of the AccumulateGrad range (orders the gradients)
-  TimeNs own_gpu_ns = 0;      ///< GPU time launched inside the AccumulateGrad range (a size proxy)
+  TaskId ready = kNoTask;  ///< the last GPU task the backward thread launched up to its AccumulateGrad
+  TimeNs ready_ns = 0;     ///< end of the AccumulateGrad range (orders the gradients)
+  TimeNs own_gpu_ns = 0;   ///< GPU time launched inside the AccumulateGrad range (a size proxy)
   std::int64_t bytes = 0;
 };
 
@@ -155,7 +155,8 @@ std::int64_t ranks_of(const ScenarioParams& params);
 /// across machines (a flat ring is as fast as its slowest link). Where the trace holds
 /// all-reduces of known size, their least-squares fit replaces the defaults of latency and
 /// bandwidth that were not given. Appends what it used to `notes`.
-RingCost cluster_cost(const ScenarioParams& params, const TraceCollectives& collectives, std::vector<std::string>& notes);
+RingCost cluster_cost(const ScenarioParams& params, const TraceCollectives& collectives,
+                      std::vector<std::string>& notes);
 
 /// The trace's all-reduce communication tasks (NCCL kernels) inside a record_param_comms range.
 std::vector<TaskId> traced_allreduce_tasks(const TraceCollectives& collectives);

@@ -14,13 +14,16 @@
 //    call (`launch` long) in its place on the thread, launching the first GPU task of each stream
 //    (calibrated launch latency). Inside a graph, GPU tasks follow each other on their stream at
 //    the calibrated stream gap; cross-stream edges stay;
-//  - launch-queue waits of captured calls stay as ordering constraints on the CPU work after the
-//    graph (removal bridges them), so the CPU never runs further ahead of the GPU than it did.
+//  - the launch queue is finite: a graph launch waits until the graph launched `in_flight`
+//    launches earlier has finished (default 1: as with one synchronization per step). Captured
+//    calls that waited for a full launch queue stay as zero-time ordering points, so the CPU never
+//    runs further ahead of the GPU than it did in the trace either.
 // A region range the trace lacks, or a region without GPU work, is an Error.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -41,7 +44,7 @@ struct Piece {
 
 struct Tally {
   std::size_t regions = 0, graphs = 0, calls = 0, cpu_segments = 0, cpu_only = 0;
-  std::size_t blocking = 0, host_copies = 0, data_loading = 0;
+  std::size_t blocking = 0, host_copies = 0, data_loading = 0, queue_waits = 0;
   TimeNs cpu_ns = 0;
 };
 
@@ -76,14 +79,14 @@ auto starting_in(const Graph& graph, const std::vector<TaskId>& list, const Rang
   return std::pair(begin, end);
 }
 
-// The region's pieces: cut on its own thread at every task left out; other operator threads'
-// captured tasks join the piece running when they start.
-std::vector<Piece> pieces_of(const Graph& graph, const RangeWindow& window, const std::vector<std::vector<TaskId>>& by_unit,
-                             Tally& tally) {
+// The pieces of the region's own thread: cut at every task left out.
+std::vector<Piece> own_pieces(const Graph& graph, const RangeWindow& window, const std::vector<TaskId>& thread_tasks,
+                              Tally& tally) {
   std::vector<Piece> pieces;
   bool open = false;
-  const auto [begin, end] = starting_in(graph, by_unit[window.unit], window);
+  const auto [begin, end] = starting_in(graph, thread_tasks, window);
   for (auto it = begin; it != end; ++it) {
+    if (graph.removed(*it)) continue;  // captured by an overlapping region on another thread
     if (left_out(graph, *it, tally)) {
       open = false;
       continue;
@@ -92,70 +95,163 @@ std::vector<Piece> pieces_of(const Graph& graph, const RangeWindow& window, cons
     open = true;
     pieces.back().cpu.push_back(*it);
   }
+  return pieces;
+}
+
+// The region's pieces; other operator threads' captured tasks join the piece running when they
+// start (the first one when they start before it).
+std::vector<Piece> pieces_of(const Graph& graph, const RangeWindow& window,
+                             const std::vector<std::vector<TaskId>>& by_unit, Tally& tally) {
+  std::vector<Piece> pieces = own_pieces(graph, window, by_unit[window.unit], tally);
   if (pieces.empty()) return pieces;
+  auto running_at = [&](TimeNs start) -> Piece& {
+    auto next = std::upper_bound(pieces.begin(), pieces.end(), start,
+                                 [](TimeNs s, const Piece& p) { return s < p.start_ns; });
+    return next == pieces.begin() ? *next : *std::prev(next);
+  };
   for (UnitId u = 0; u < graph.units().size(); ++u) {
     const Unit& unit = graph.units()[u];
     if (u == window.unit || unit.kind != UnitKind::cpu_thread || unit.background) continue;
     const auto [first, last] = starting_in(graph, by_unit[u], window);
-    for (auto it = first; it != last; ++it) {
-      if (left_out(graph, *it, tally)) continue;
-      const TimeNs start = graph.task(*it).recorded_start_ns;
-      auto piece = std::upper_bound(pieces.begin(), pieces.end(), start, [](TimeNs s, const Piece& p) { return s < p.start_ns; });
-      (piece == pieces.begin() ? *piece : *std::prev(piece)).cpu.push_back(*it);
-    }
+    for (auto it = first; it != last; ++it)
+      if (!graph.removed(*it) && !left_out(graph, *it, tally))
+        running_at(graph.task(*it).recorded_start_ns).cpu.push_back(*it);
   }
   return pieces;
 }
 
-// The launched GPU tasks of a piece and the first of each stream.
-std::pair<std::vector<TaskId>, std::map<UnitId, TaskId>> gpu_work_of(const Graph& graph, const Piece& piece) {
-  std::vector<TaskId> gpu;
-  std::map<UnitId, TaskId> first;
+/// The GPU work of a piece: its tasks, and the first and last of each stream (trace order).
+struct GpuWork {
+  std::vector<TaskId> tasks;
+  std::map<UnitId, TaskId> first, last;
+};
+
+GpuWork gpu_work_of(const Graph& graph, const Piece& piece) {
+  GpuWork work;
+  auto start = [&](TaskId t) { return std::pair(graph.task(t).recorded_start_ns, t); };
   for (TaskId call : piece.cpu)
     for (TaskId g : launched_by(graph, call)) {
-      gpu.push_back(g);
-      auto [it, fresh] = first.try_emplace(graph.task(g).unit, g);
-      if (!fresh && graph.task(g).recorded_start_ns < graph.task(it->second).recorded_start_ns) it->second = g;
+      work.tasks.push_back(g);
+      const UnitId stream = graph.task(g).unit;
+      auto [first, fresh] = work.first.try_emplace(stream, g);
+      if (!fresh && start(g) < start(first->second)) first->second = g;
+      auto [last, new_stream] = work.last.try_emplace(stream, g);
+      if (!new_stream && start(last->second) < start(g)) last->second = g;
     }
-  return {gpu, first};
+  return work;
 }
 
-// One piece becomes one graph: its CPU work removed, one cudaGraphLaunch in its place.
-void capture(Graph& graph, const Piece& piece, TimeNs launch_ns, Tally& tally) {
-  const auto [gpu, first] = gpu_work_of(graph, piece);
-  if (gpu.empty()) {
-    ++tally.cpu_only;
-    return;
-  }
-  std::vector<char> in_block(graph.num_tasks(), 0), in_graph(graph.num_tasks(), 0);
-  for (TaskId t : piece.cpu) {
-    in_block[t] = 1;
-    tally.cpu_ns += graph.task(t).duration_ns;
-    ++(graph.task(t).kind == TaskKind::runtime ? tally.calls : tally.cpu_segments);
-  }
-  for (TaskId g : gpu) in_graph[g] = 1;
-  const TaskId anchor = piece.cpu.front();
-  const ChainSpot spot = chain_spot(graph, anchor, in_block);
-  NewTask launch;
-  launch.name = "cudaGraphLaunch";
-  launch.kind = TaskKind::runtime;
-  launch.unit = graph.task(anchor).unit;
-  launch.duration_ns = launch_ns;
-  launch.iteration = graph.task(anchor).iteration;
-  launch.phase = graph.task(anchor).phase;
-  remove_block(graph, piece.cpu);
-  const TaskId call = insert_between(graph, launch, spot.prev, spot.next, spot.delay_in_ns, spot.delay_out_ns, spot.release_ns);
+/// A captured piece: its graph's launch call and the last GPU task of each stream of the graph.
+struct Captured {
+  TaskId launch = kNoTask;
+  std::vector<TaskId> tails;
+};
+
+// A captured call that waited for a full launch queue (a sync edge from a GPU task, see
+// docs/graph.md). It stays as a zero-time ordering point: removing it would bridge its wait onto
+// every later launch of the piece (as many edges as launches), and keeping the wait keeps the
+// CPU after the graph as far behind the GPU as it was.
+bool waited_for_queue(const Graph& graph, TaskId t) {
+  for (const auto& p : graph.predecessors(t))
+    if (graph.units()[graph.task(p.task).unit].kind == UnitKind::gpu_stream) return true;
+  return false;
+}
+
+// Edges among the piece's CPU tasks lose their delays: the gaps inside the captured work go with it.
+void zero_inner_delays(Graph& graph, const std::vector<TaskId>& tasks, const std::vector<char>& member) {
+  for (TaskId t : tasks)
+    for (const auto& s : graph.successors(t))
+      if (member[s.task]) graph.edge(t, s.task).delay_ns = 0;
+}
+
+// Where the graph launch goes: in the place of the piece's first task on the region's thread.
+ChainSpot launch_spot(const Graph& graph, TaskId anchor, const std::vector<char>& in_block) {
+  if (in_block[anchor]) return chain_spot(graph, anchor, in_block);
+  ChainSpot spot;  // the anchor is a kept queue wait: the launch goes right before it
+  spot.next = anchor;
+  spot.release_ns = graph.task(anchor).release_ns;
+  for (const auto& p : graph.predecessors(anchor))
+    if (p.edge.type == EdgeType::cpu_sequential) spot.prev = p.task, spot.delay_in_ns = p.edge.delay_ns;
+  return spot;
+}
+
+// The graph's launch call, launching the first task of each stream (calibrated latency); inside
+// the graph a stream runs its tasks back to back (calibrated gap).
+void launch_graph(Graph& graph, TaskId call, const GpuWork& work) {
   const auto& latency = graph.calibration().launch_latency_ns;
-  for (const auto& [stream, root] : first) {
+  for (const auto& [stream, root] : work.first) {
     const TaskKind kind = graph.task(root).kind;
     graph.connect(call, root, {kind == TaskKind::communication ? EdgeType::communication : EdgeType::launch,
                                Timing::start_to_start, latency[static_cast<std::size_t>(kind)], false});
   }
-  for (TaskId g : gpu)  // inside the graph, a stream runs its tasks back to back
+  std::vector<char> in_graph(graph.num_tasks(), 0);
+  for (TaskId g : work.tasks) in_graph[g] = 1;
+  for (TaskId g : work.tasks)
     for (const auto& p : graph.predecessors(g))
       if (p.edge.type == EdgeType::gpu_sequential && in_graph[p.task] && graph.task(p.task).unit == graph.task(g).unit)
         graph.edge(p.task, g).delay_ns = graph.calibration().gpu_gap_ns;
+}
+
+// Removes the piece's CPU work, except its queue waits, which become zero-time ordering points;
+// edges among all of it lose their delays. Returns where the graph launch goes.
+ChainSpot strip(Graph& graph, const Piece& piece, Tally& tally) {
+  std::vector<char> member(graph.num_tasks(), 0), in_block(graph.num_tasks(), 0);
+  std::vector<TaskId> block, waits;
+  for (TaskId t : piece.cpu) {
+    member[t] = 1;
+    tally.cpu_ns += graph.task(t).duration_ns;
+    if (waited_for_queue(graph, t)) {
+      waits.push_back(t);
+      continue;
+    }
+    in_block[t] = 1;
+    block.push_back(t);
+    ++(graph.task(t).kind == TaskKind::runtime ? tally.calls : tally.cpu_segments);
+  }
+  zero_inner_delays(graph, piece.cpu, member);
+  const ChainSpot spot = launch_spot(graph, piece.cpu.front(), in_block);
+  remove_block(graph, block);
+  for (TaskId t : waits) {
+    graph.task(t).duration_ns = 0;
+    graph.task(t).name = graph.intern("launch-queue wait (captured by cuda_graphs)");
+  }
+  tally.queue_waits += waits.size();
+  return spot;
+}
+
+// One piece becomes one graph: its CPU work removed, one cudaGraphLaunch in its place.
+std::optional<Captured> capture(Graph& graph, const Piece& piece, TimeNs launch_ns, Tally& tally) {
+  const GpuWork work = gpu_work_of(graph, piece);
+  if (work.tasks.empty()) {
+    ++tally.cpu_only;
+    return std::nullopt;
+  }
+  const Task& anchor = graph.task(piece.cpu.front());
+  NewTask launch;
+  launch.name = "cudaGraphLaunch";
+  launch.kind = TaskKind::runtime;
+  launch.unit = anchor.unit;
+  launch.duration_ns = launch_ns;
+  launch.iteration = anchor.iteration;
+  launch.phase = anchor.phase;
+  const ChainSpot spot = strip(graph, piece, tally);
+  const TaskId call =
+      insert_between(graph, launch, spot.prev, spot.next, spot.delay_in_ns, spot.delay_out_ns, spot.release_ns);
+  launch_graph(graph, call, work);
   ++tally.graphs;
+  Captured captured{call, {}};
+  for (const auto& [stream, tail] : work.last) captured.tails.push_back(tail);
+  return captured;
+}
+
+// The launch queue is finite: the CPU cannot run ahead of the GPU without limit. Each graph
+// launch waits until the graph launched `in_flight` launches earlier has finished on the GPU.
+void throttle(Graph& graph, const std::vector<Captured>& graphs, std::size_t in_flight) {
+  for (std::size_t j = in_flight; j < graphs.size(); ++j) {
+    for (TaskId tail : graphs[j - in_flight].tails)
+      graph.connect(tail, graphs[j].launch, {EdgeType::sync, Timing::finish_to_start, 0, false});
+    graph.task(graphs[j].launch).blocking = true;
+  }
 }
 
 std::vector<RangeWindow> regions_of(const Graph& graph, const std::string& region) {
@@ -176,9 +272,10 @@ std::string describe(const Tally& t, const std::string& region, TimeNs launch_ns
   return fmt::format(
       "region '{}': {} occurrences captured as {} graphs (one cudaGraphLaunch of {:.1f} us each); removed {} CUDA "
       "calls and {} CPU segments ({:.3f} ms CPU); left outside the capture: {} blocking calls, {} calls launching "
-      "host copies, {} data-loading tasks; {} stretches without GPU work left as they were",
+      "host copies, {} data-loading tasks; {} stretches without GPU work left as they were; {} captured launch calls "
+      "that waited for a full launch queue kept as zero-time ordering points",
       region, t.regions, t.graphs, static_cast<double>(launch_ns) / 1e3, t.calls, t.cpu_segments,
-      static_cast<double>(t.cpu_ns) / 1e6, t.blocking, t.host_copies, t.data_loading, t.cpu_only);
+      static_cast<double>(t.cpu_ns) / 1e6, t.blocking, t.host_copies, t.data_loading, t.cpu_only, t.queue_waits);
 }
 
 ScenarioOutcome apply_cuda_graphs(Graph& graph, const ScenarioParams& params) {
@@ -187,13 +284,16 @@ ScenarioOutcome apply_cuda_graphs(Graph& graph, const ScenarioParams& params) {
   const auto windows = regions_of(graph, region);
   const auto by_unit = tasks_by_unit(graph);
   Tally tally;
+  std::vector<Captured> graphs;
   for (const RangeWindow& window : windows) {
     ++tally.regions;
-    for (const Piece& piece : pieces_of(graph, window, by_unit, tally)) capture(graph, piece, launch_ns, tally);
+    for (const Piece& piece : pieces_of(graph, window, by_unit, tally))
+      if (auto captured = capture(graph, piece, launch_ns, tally)) graphs.push_back(std::move(*captured));
   }
-  if (tally.graphs == 0)
+  if (graphs.empty())
     throw Error(fmt::format("scenario 'cuda_graphs': the {} occurrences of region '{}' launch no GPU work to capture",
                             windows.size(), region));
+  throttle(graph, graphs, static_cast<std::size_t>(params.integer("in_flight")));
   return {nullptr, {describe(tally, region, launch_ns)}};
 }
 
@@ -212,8 +312,15 @@ Scenario cuda_graphs() {
   launch.min = 0;
   launch.max = 1e9;
   launch.description = "CPU time of one cudaGraphLaunch call";
+  ScenarioParam in_flight;
+  in_flight.name = "in_flight";
+  in_flight.kind = ParamKind::integer;
+  in_flight.default_value = 1;
+  in_flight.min = 1;
+  in_flight.max = 1024;
+  in_flight.description = "graphs launched and not yet finished when a cudaGraphLaunch blocks (1: one sync per step)";
   return {"cuda_graphs", "the step replayed as CUDA graphs: no per-kernel launches or framework work on the CPU",
-          {region, launch}, apply_cuda_graphs};
+          {region, launch, in_flight}, apply_cuda_graphs};
 }
 
 }  // namespace daydream::scenarios

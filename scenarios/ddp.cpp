@@ -46,16 +46,17 @@ std::map<TaskId, std::int64_t> guessed_sizes(const Graph& graph, const TraceColl
 
 /// The trace's all-reduce tasks take the model's time, for their recorded size or else a size
 /// guessed from the given model size; throws when no task has either.
-void recost_traced(Graph& graph, const TraceCollectives& collectives, const RingCost& cost, const ScenarioParams& params,
-                   std::vector<std::string>& notes) {
+void recost_traced(Graph& graph, const TraceCollectives& collectives, const RingCost& cost,
+                   const ScenarioParams& params, std::vector<std::string>& notes) {
   const auto guessed = guessed_sizes(graph, collectives, params);
   std::size_t recorded = 0, unsized = 0;
   for (const TraceCollective& c : collectives.list) {
     if (!c.allreduce) continue;
     for (TaskId t : c.tasks) {  // one NCCL kernel per call in practice
       const auto guess = guessed.find(t);
-      const std::int64_t bytes = c.bytes != kNone ? c.bytes / static_cast<std::int64_t>(c.tasks.size())
-                                 : guess != guessed.end() ? guess->second : kNone;
+      const std::int64_t bytes = c.bytes != kNone         ? c.bytes / static_cast<std::int64_t>(c.tasks.size())
+                                 : guess != guessed.end() ? guess->second
+                                                          : kNone;
       if (bytes == kNone) {
         ++unsized;
         continue;
@@ -65,13 +66,15 @@ void recost_traced(Graph& graph, const TraceCollectives& collectives, const Ring
     }
   }
   if (recorded == 0 && guessed.empty())
-    throw Error(fmt::format("ddp: the trace's {} all-reduce tasks record no message size (record_param_comms 'In msg "
-                            "nelems' and dtype); give params or param_file to re-cost them for another cluster",
-                            unsized));
-  notes.push_back(fmt::format("re-costed the trace's all-reduce tasks for n = {} GPUs: {} of recorded size, {} sized "
-                              "by spreading the given model size in proportion to their measured durations, {} "
-                              "unsized kept their measured time",
-                              cost.ranks, recorded, guessed.size(), unsized));
+    throw Error(
+        fmt::format("ddp: the trace's {} all-reduce tasks record no message size (record_param_comms 'In msg "
+                    "nelems' and dtype); give params or param_file to re-cost them for another cluster",
+                    unsized));
+  notes.push_back(
+      fmt::format("re-costed the trace's all-reduce tasks for n = {} GPUs: {} of recorded size, {} sized "
+                  "by spreading the given model size in proportion to their measured durations, {} "
+                  "unsized kept their measured time",
+                  cost.ranks, recorded, guessed.size(), unsized));
 }
 
 /// One all-reduce on the channel: after its ready task and the previous bucket, before the barrier.
@@ -91,16 +94,18 @@ TaskId insert_allreduce(Graph& graph, UnitId channel, std::int64_t bytes, const 
 
 std::size_t insert_buckets(Graph& graph, UnitId channel, const BackwardPass& pass, const RingCost& cost,
                            const ScenarioParams& params) {
-  const auto buckets = fill_buckets(pass.gradients, std::llround(params.number("first_bucket")),
-                                    std::llround(params.number("bucket")));
+  const auto buckets =
+      fill_buckets(pass.gradients, std::llround(params.number("first_bucket")), std::llround(params.number("bucket")));
   TaskId previous = kNoTask;
   for (const Bucket& b : buckets)
-    previous = insert_allreduce(graph, channel, b.bytes, cost, pass.gradients[b.last - 1].ready, previous, pass.barrier);
+    previous =
+        insert_allreduce(graph, channel, b.bytes, cost, pass.gradients[b.last - 1].ready, previous, pass.barrier);
   return buckets.size();
 }
 
 std::size_t insert_recorded_buckets(Graph& graph, UnitId channel, const BackwardPass& pass,
-                                    const TraceCollectives& collectives, const LaunchIndex& launches, const RingCost& cost) {
+                                    const TraceCollectives& collectives, const LaunchIndex& launches,
+                                    const RingCost& cost) {
   TaskId previous = kNoTask;
   std::size_t inserted = 0;
   for (std::size_t i : pass.recorded_buckets) {
@@ -123,8 +128,9 @@ bool use_recorded_buckets(const std::vector<BackwardPass>& passes, const Scenari
 std::vector<BackwardPass> backward_passes(const Graph& graph, const TraceCollectives& collectives) {
   auto passes = find_backward_passes(graph, collectives);
   if (passes.empty())
-    throw Error("ddp: the trace shows no backward pass: no AccumulateGrad range (torch::autograd::AccumulateGrad) "
-                "tells when gradients become ready, and no all_reduce is recorded");
+    throw Error(
+        "ddp: the trace shows no backward pass: no AccumulateGrad range (torch::autograd::AccumulateGrad) "
+        "tells when gradients become ready, and no all_reduce is recorded");
   return passes;
 }
 
@@ -134,9 +140,10 @@ std::string barrier_note(const std::vector<BackwardPass>& passes) {
     if (!p.update_tasks.empty()) ++optimizer;
     if (p.barrier == kNoTask) ++none;
   }
-  return fmt::format("the optimizer's first GPU task waits for the all-reduces in {} of {} passes ({} with no later "
-                     "GPU task to wait, the rest wait at the next task on the backward's stream)",
-                     optimizer, passes.size(), none);
+  return fmt::format(
+      "the optimizer's first GPU task waits for the all-reduces in {} of {} passes ({} with no later "
+      "GPU task to wait, the rest wait at the next task on the backward's stream)",
+      optimizer, passes.size(), none);
 }
 
 ScenarioOutcome apply(Graph& graph, const ScenarioParams& params) {
@@ -144,6 +151,8 @@ ScenarioOutcome apply(Graph& graph, const ScenarioParams& params) {
   const TraceCollectives collectives = read_trace_collectives(graph);
   if (!traced_allreduce_tasks(collectives).empty()) {
     recost_traced(graph, collectives, cluster_cost(params, collectives, out.notes), params, out.notes);
+    if (params.given("bucket") || params.given("first_bucket"))
+      out.notes.push_back("bucket and first_bucket do not apply: the trace's own buckets are re-costed");
     return out;
   }
   if (ranks_of(params) == 1) {
@@ -156,7 +165,8 @@ ScenarioOutcome apply(Graph& graph, const ScenarioParams& params) {
   std::size_t inserted = 0;
   if (use_recorded_buckets(passes, params)) {
     const LaunchIndex launches(graph);
-    for (const auto& pass : passes) inserted += insert_recorded_buckets(graph, channel, pass, collectives, launches, cost);
+    for (const auto& pass : passes)
+      inserted += insert_recorded_buckets(graph, channel, pass, collectives, launches, cost);
     out.notes.push_back("buckets as the trace recorded them (record_param_comms all_reduce sizes and positions)");
   } else {
     out.notes.push_back(assign_sizes(graph, passes, params, "ddp"));

@@ -53,7 +53,8 @@ Step collect_step(const Graph& graph, const RangeWindow& window, const std::vect
   for (; it != thread_tasks.end() && window.contains(graph.task(*it).recorded_start_ns); ++it) {
     const TaskId t = *it;
     const auto launched = launched_by(graph, t);
-    const bool only_kernels = std::all_of(launched.begin(), launched.end(), [&](TaskId g) { return fusable(graph, g); });
+    const bool only_kernels =
+        std::all_of(launched.begin(), launched.end(), [&](TaskId g) { return fusable(graph, g); });
     if (!only_kernels || (launched.empty() && graph.task(t).blocking)) {
       ++step.kept;
       continue;
@@ -122,7 +123,8 @@ std::vector<TaskId> insert_launches(Graph& graph, const ChainSpot& spot, UnitId 
 
 // GPU edges of the removed kernels other than their stream chain and launches, moved to the
 // fused kernels of their stream: into the first, out of the last (the strongest of each kind).
-void reattach(Graph& graph, const CrossingEdges& crossing, const std::map<UnitId, std::pair<TaskId, TaskId>>& fused) {
+void reattach(Graph& graph, const CrossingEdges& crossing,
+              const std::map<UnitId, std::pair<TaskId, TaskId>>& fused) {
   std::map<std::pair<TaskId, TaskId>, Edge> edges;
   auto keep = [&](TaskId from, TaskId to, const Edge& e) {
     auto [it, fresh] = edges.try_emplace({from, to}, e);
@@ -134,46 +136,24 @@ void reattach(Graph& graph, const CrossingEdges& crossing, const std::map<UnitId
   };
   for (const auto& r : crossing.in) {
     const auto f = fused.find(graph.task(r.to).unit);
-    if (f != fused.end() && is_gpu(graph.task(r.to).kind) && !chain_or_launch(r)) keep(r.from, f->second.first, r.edge);
+    if (f != fused.end() && is_gpu(graph.task(r.to).kind) && !chain_or_launch(r))
+      keep(r.from, f->second.first, r.edge);
   }
   for (const auto& r : crossing.out) {
     const auto f = fused.find(graph.task(r.from).unit);
-    if (f != fused.end() && is_gpu(graph.task(r.from).kind) && !chain_or_launch(r)) keep(f->second.second, r.to, r.edge);
+    if (f != fused.end() && is_gpu(graph.task(r.from).kind) && !chain_or_launch(r))
+      keep(f->second.second, r.to, r.edge);
   }
   for (const auto& [ends, edge] : edges) graph.connect(ends.first, ends.second, edge);
 }
 
-void fuse_step(Graph& graph, const Step& step, const Settings& settings, Tally& tally) {
-  std::vector<char> in_block(graph.num_tasks(), 0);
-  std::vector<TaskId> block = step.cpu;
-  std::vector<TimeNs> cpu_segments;
-  for (TaskId t : step.cpu) {
-    const Task& task = graph.task(t);
-    in_block[t] = 1;
-    tally.cpu_ns += task.duration_ns;
-    if (task.kind == TaskKind::cpu) cpu_segments.push_back(task.duration_ns), ++tally.cpu_segments;
-    else ++tally.calls;
-  }
-  std::vector<StreamPlan> plans;
-  for (const auto& [stream, list] : step.kernels) {
-    TimeNs total = 0;
-    for (TaskId k : list) in_block[k] = 1, total += graph.task(k).duration_ns;
-    block.insert(block.end(), list.begin(), list.end());
-    plans.push_back({stream, {}, split(total, settings.factor, settings.kernels), graph.task(list.front()).iteration});
-    tally.kernels += list.size();
-    tally.kernel_ns += total;
-  }
-  for (auto& plan : plans) plan.spot = chain_spot(graph, step.kernels.at(plan.stream).front(), in_block);
-  const TaskId first_cpu = step.cpu.front();
-  const ChainSpot cpu_spot = chain_spot(graph, first_cpu, in_block);
-  const UnitId thread = graph.task(first_cpu).unit;
-  const std::int32_t iteration = graph.task(first_cpu).iteration;
-
-  const CrossingEdges crossing = remove_block(graph, block);
-  const auto launches = insert_launches(graph, cpu_spot, thread, plans.size() * static_cast<std::size_t>(settings.kernels),
-                                        median_ns(cpu_segments), settings, iteration);
-  std::map<UnitId, std::pair<TaskId, TaskId>> fused;  // stream -> first and last fused kernel
-  std::size_t next_launch = 0;
+// The fused kernels of each stream, each launched by its call; returns stream -> (first, last).
+std::map<UnitId, std::pair<TaskId, TaskId>> insert_kernels(Graph& graph, const std::vector<StreamPlan>& plans,
+                                                           const std::vector<TaskId>& launches, Tally& tally) {
+  const Edge launch{EdgeType::launch, Timing::start_to_start,
+                    graph.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)], false};
+  std::map<UnitId, std::pair<TaskId, TaskId>> fused;
+  auto call = launches.begin();
   for (const auto& plan : plans) {
     TaskId prev = plan.spot.prev;
     TimeNs delay = plan.spot.delay_in_ns;
@@ -185,18 +165,60 @@ void fuse_step(Graph& graph, const Step& step, const Settings& settings, Tally& 
       kernel.duration_ns = duration;
       kernel.iteration = plan.iteration;
       kernel.phase = Phase::update;
-      const TaskId k = insert_between(graph, kernel, prev, plan.spot.next, delay, plan.spot.delay_out_ns, plan.spot.release_ns);
-      graph.connect(launches[next_launch++], k,
-                    {EdgeType::launch, Timing::start_to_start, graph.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)], false});
+      const TaskId k = insert_between(graph, kernel, prev, plan.spot.next, delay, plan.spot.delay_out_ns,
+                                      plan.spot.release_ns);
+      graph.connect(*call++, k, launch);
       if (!fused.count(plan.stream)) fused[plan.stream].first = k;
       fused[plan.stream].second = k;
       prev = k;
-      delay = graph.calibration().gpu_gap_ns;
+      delay = graph.calibration().gpu_gap_ns;  // fused kernels run back to back
       tally.fused_ns += duration;
       ++tally.fused;
     }
   }
-  reattach(graph, crossing, fused);
+  return fused;
+}
+
+// Marks the step's work as one block and plans each stream's fused kernels.
+std::vector<StreamPlan> plan_step(const Graph& graph, const Step& step, const Settings& settings,
+                                  std::vector<char>& in_block, Tally& tally) {
+  for (TaskId t : step.cpu) {
+    in_block[t] = 1;
+    tally.cpu_ns += graph.task(t).duration_ns;
+    ++(graph.task(t).kind == TaskKind::cpu ? tally.cpu_segments : tally.calls);
+  }
+  std::vector<StreamPlan> plans;
+  for (const auto& [stream, list] : step.kernels) {
+    TimeNs total = 0;
+    for (TaskId k : list) {
+      in_block[k] = 1;
+      total += graph.task(k).duration_ns;
+    }
+    plans.push_back({stream, {}, split(total, settings.factor, settings.kernels), graph.task(list.front()).iteration});
+    tally.kernels += list.size();
+    tally.kernel_ns += total;
+  }
+  for (auto& plan : plans) plan.spot = chain_spot(graph, step.kernels.at(plan.stream).front(), in_block);
+  return plans;
+}
+
+void fuse_step(Graph& graph, const Step& step, const Settings& settings, Tally& tally) {
+  std::vector<char> in_block(graph.num_tasks(), 0);
+  const auto plans = plan_step(graph, step, settings, in_block, tally);
+  const Task& first = graph.task(step.cpu.front());
+  const ChainSpot cpu_spot = chain_spot(graph, step.cpu.front(), in_block);
+  const UnitId thread = first.unit;
+  const std::int32_t iteration = first.iteration;
+  std::vector<TimeNs> segments;  // the step's own CPU segments: one is one ATen dispatch
+  for (TaskId t : step.cpu)
+    if (graph.task(t).kind == TaskKind::cpu) segments.push_back(graph.task(t).duration_ns);
+
+  std::vector<TaskId> block = step.cpu;
+  for (const auto& [stream, list] : step.kernels) block.insert(block.end(), list.begin(), list.end());
+  const CrossingEdges crossing = remove_block(graph, block);
+  const auto count = plans.size() * static_cast<std::size_t>(settings.kernels);
+  const auto launches = insert_launches(graph, cpu_spot, thread, count, median_ns(segments), settings, iteration);
+  reattach(graph, crossing, insert_kernels(graph, plans, launches, tally));
   tally.kept += step.kept;
   ++tally.steps;
 }

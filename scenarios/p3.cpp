@@ -27,12 +27,13 @@
 namespace daydream::scenarios {
 namespace {
 
-using SliceOrder = std::unordered_map<TaskId, double>;  // slice -> rank on the channel (lower first)
+using SliceOrder = std::unordered_map<TaskId, double>;   // slice -> rank on the channel (lower first)
 using SlicesByParam = std::vector<std::vector<TaskId>>;  // forward order
 
 constexpr Edge kCommEdge{EdgeType::communication, Timing::finish_to_start, 0, false};
 
-TaskId insert_slice(Graph& graph, UnitId channel, std::size_t param, std::int64_t bytes, const RingCost& cost, TaskId ready) {
+TaskId insert_slice(Graph& graph, UnitId channel, std::size_t param, std::int64_t bytes, const RingCost& cost,
+                    TaskId ready) {
   NewTask task;
   task.name = fmt::format("p3 slice of parameter {} ({})", param, format_bytes(static_cast<double>(bytes)));
   task.kind = TaskKind::communication;
@@ -90,7 +91,8 @@ std::vector<TaskId> forward_gates(const Graph& graph, const BackwardPass& pass, 
   const double first = static_cast<double>(g.front().ready_ns), last = static_cast<double>(g.back().ready_ns);
   std::vector<TaskId> gates(g.size());
   for (std::size_t j = 0; j < g.size(); ++j) {
-    const double still_to_run = last > first ? (last - static_cast<double>(g[g.size() - 1 - j].ready_ns)) / (last - first) : 0;
+    const double still_to_run =
+        last > first ? (last - static_cast<double>(g[g.size() - 1 - j].ready_ns)) / (last - first) : 0;
     const auto at = std::upper_bound(start.begin(), start.end(), still_to_run * total) - start.begin() - 1;
     gates[j] = forward[static_cast<std::size_t>(std::max<std::ptrdiff_t>(at, 0))];
   }
@@ -107,7 +109,8 @@ void move_updates_before_forward(Graph& graph, const BackwardPass& pass, const S
     update.name = fmt::format("p3 update of parameter {}", j);
     update.kind = TaskKind::kernel;
     update.unit = graph.task(gates[j]).unit;
-    for (std::size_t k = 0; k < per_param; ++k) update.duration_ns += graph.task(pass.update_tasks[j * per_param + k]).duration_ns;
+    for (std::size_t k = 0; k < per_param; ++k)
+      update.duration_ns += graph.task(pass.update_tasks[j * per_param + k]).duration_ns;
     update.after = slices[j].empty() ? std::vector<TaskId>{pass.gradients[params - 1 - j].ready} : slices[j];
     if (const auto it = last_at_gate.find(gates[j]); it != last_at_gate.end()) update.after.push_back(it->second);
     update.before = {gates[j]};
@@ -136,11 +139,17 @@ struct GatingCounts {
 void gate_pass(Graph& graph, const BackwardPass& pass, const BackwardPass* next, const SlicesByParam& slices,
                GatingCounts& counts) {
   const std::size_t per_param = update_tasks_per_param(pass);
-  if (per_param == 0) return gate_barrier(graph, pass, slices), void(++counts.barrier);
-  const auto forward = next_forward(graph, pass, next);
-  if (forward.empty()) return gate_updates_in_place(graph, pass, slices, per_param), void(++counts.in_place);
-  move_updates_before_forward(graph, pass, slices, forward_gates(graph, pass, forward), per_param);
-  ++counts.forward;
+  const auto forward = per_param == 0 ? std::vector<TaskId>{} : next_forward(graph, pass, next);
+  if (per_param == 0) {
+    gate_barrier(graph, pass, slices);
+    ++counts.barrier;
+  } else if (forward.empty()) {
+    gate_updates_in_place(graph, pass, slices, per_param);
+    ++counts.in_place;
+  } else {
+    move_updates_before_forward(graph, pass, slices, forward_gates(graph, pass, forward), per_param);
+    ++counts.forward;
+  }
 }
 
 std::shared_ptr<const SchedulePolicy> priority_policy(std::shared_ptr<const SliceOrder> order) {
@@ -154,10 +163,12 @@ std::shared_ptr<const SchedulePolicy> priority_policy(std::shared_ptr<const Slic
 
 std::vector<BackwardPass> backward_passes(const Graph& graph, const TraceCollectives& collectives) {
   auto passes = find_backward_passes(graph, collectives);
-  passes.erase(std::remove_if(passes.begin(), passes.end(), [](const auto& p) { return p.gradients.empty(); }), passes.end());
+  passes.erase(std::remove_if(passes.begin(), passes.end(), [](const auto& p) { return p.gradients.empty(); }),
+               passes.end());
   if (passes.empty())
-    throw Error("p3: the trace shows no backward pass: no AccumulateGrad range (torch::autograd::AccumulateGrad) "
-                "tells when gradients become ready");
+    throw Error(
+        "p3: the trace shows no backward pass: no AccumulateGrad range (torch::autograd::AccumulateGrad) "
+        "tells when gradients become ready");
   return passes;
 }
 
@@ -184,16 +195,19 @@ ScenarioOutcome apply(Graph& graph, const ScenarioParams& params) {
     const auto slices = insert_slices(graph, channel, passes[k], cost, slice, *order);
     gate_pass(graph, passes[k], k + 1 < passes.size() ? &passes[k + 1] : nullptr, slices, counts);
   }
-  out.notes.push_back(fmt::format("inserted {} slices of at most {}; updates moved before the next forward in {} "
-                                  "passes, gated in place in {}, behind the step's barrier in {}",
-                                  order->size(), format_bytes(params.number("slice")), counts.forward, counts.in_place,
-                                  counts.barrier));
+  out.notes.push_back(fmt::format(
+      "inserted {} slices of at most {}; updates moved before the next forward in {} "
+      "passes, gated in place in {}, behind the step's barrier in {}",
+      order->size(), format_bytes(params.number("slice")), counts.forward, counts.in_place, counts.barrier));
   out.policy = priority_policy(std::move(order));
   return out;
 }
 
 std::vector<ScenarioParam> p3_params() {
   auto params = data_parallel_params();
+  params.erase(std::remove_if(params.begin(), params.end(),
+                              [](const ScenarioParam& p) { return p.name == "bucket" || p.name == "first_bucket"; }),
+               params.end());  // p3 sends slices, not buckets
   ScenarioParam slice;
   slice.name = "slice";
   slice.kind = ParamKind::bytes;

@@ -43,14 +43,10 @@ std::vector<TaskId> own_synchronisations(const Graph& graph, TaskId copy, TaskId
   return waits;
 }
 
-// The CPU no longer waits for the copy to end. A task's edges cannot be deleted with the
-// transformation primitives, and removing the waiting call alone would bridge the wait to the
-// next CPU task; so the wait is first relaxed to "after the copy has started" (start-to-start,
-// no delay: the call is already issued, the copy queued), then the call is removed.
+// The CPU no longer waits for the copy: the wait goes first (removing the call alone would
+// bridge it to the next CPU task), then the call.
 void stop_waiting(Graph& graph, TaskId copy, TaskId waiter) {
-  Edge& wait = graph.edge(copy, waiter);
-  wait.timing = Timing::start_to_start;
-  wait.delay_ns = 0;
+  graph.disconnect(copy, waiter);
   graph.remove(waiter);
 }
 

@@ -6,8 +6,8 @@
 //  - forward: the ReLU and residual-add kernels that directly follow a BatchNorm forward kernel
 //    (up to kReach kernels, nothing else in between) are removed: their memory passes disappear
 //    into the restructured layer;
-//  - backward: likewise the ReLU-backward (threshold) and add kernels directly before a BatchNorm
-//    backward kernel;
+//  - backward: likewise the ReLU-backward (threshold) kernel directly before a BatchNorm backward
+//    kernel (adds there are gradient accumulations, not part of the layer: kept);
 //  - with each removed kernel go its launch call and, when the operator around that call (aten::relu_,
 //    aten::add_, ReluBackward0, ...) launched nothing else, the operator's CPU work: the fused layer
 //    dispatches one operator instead of two or three. Gaps around removed work stay (Python);
@@ -53,20 +53,24 @@ std::vector<char> mask_of(const Graph& graph, const TaskSet& set) {
   return mask;
 }
 
-// The fusable kernels next to each BatchNorm kernel on its stream: after a forward one, before a
-// backward one. Each run lists its kernels in stream order.
+// The fusable kernels next to each BatchNorm kernel on its stream: ReLU or add kernels after a
+// forward one, ReLU-backward kernels before a backward one (the adds there are gradient
+// accumulations, which the restructuring does not touch). A run lists its kernels in stream order.
 std::vector<std::vector<TaskId>> runs_next_to_batch_norm(Graph& graph, const TaskSet& batch_norm,
                                                          const std::vector<char>& backward) {
-  auto fusable = graph.select(TaskFilter().kind(TaskKind::kernel).name(kRelu).name(kAdd).name_not(kNotElementwise));
-  auto free = mask_of(graph, fusable);  // fusable and not yet in a run
+  const auto relu = TaskFilter().kind(TaskKind::kernel).name(kRelu).name_not(kNotElementwise);
+  // Fusable and not yet in a run:
+  auto free_forward = mask_of(graph, graph.select(TaskFilter(relu).name(kAdd)));
+  auto free_backward = mask_of(graph, graph.select(relu));
   std::vector<std::vector<TaskId>> runs;
   for (TaskId bn : batch_norm) {
     const bool forward = !backward[bn];
+    auto& free = forward ? free_forward : free_backward;
     std::vector<TaskId> run;
     TaskId t = forward ? chain_next(graph, bn) : chain_prev(graph, bn);
     for (int i = 0; i < kReach && t != kNoTask && free[t]; ++i) {
       run.push_back(t);
-      free[t] = 0;
+      free_forward[t] = free_backward[t] = 0;
       t = forward ? chain_next(graph, t) : chain_prev(graph, t);
     }
     if (run.empty()) continue;
@@ -78,8 +82,9 @@ std::vector<std::vector<TaskId>> runs_next_to_batch_norm(Graph& graph, const Tas
 
 // The window of `windows` (sorted by unit, then start) around a CPU task, or null.
 const RangeWindow* window_around(const std::vector<RangeWindow>& windows, const Task& task) {
-  auto it = std::upper_bound(windows.begin(), windows.end(), std::pair(task.unit, task.recorded_start_ns),
-                             [](const auto& key, const RangeWindow& w) { return key < std::pair(w.unit, w.start_ns); });
+  const auto key = std::pair(task.unit, task.recorded_start_ns);
+  auto it = std::upper_bound(windows.begin(), windows.end(), key,
+                             [](const auto& k, const RangeWindow& w) { return k < std::pair(w.unit, w.start_ns); });
   if (it == windows.begin()) return nullptr;
   --it;
   return it->unit == task.unit && it->contains(task.recorded_start_ns) ? &*it : nullptr;
@@ -139,14 +144,18 @@ void scale_batch_norm(TaskSet& batch_norm, const std::vector<char>& backward, do
 ScenarioOutcome apply_restructure_bn(Graph& graph, const ScenarioParams& params) {
   auto batch_norm = graph.select(TaskFilter().kind(TaskKind::kernel).name(kBatchNorm));
   if (batch_norm.empty())
-    throw Error(fmt::format("scenario 'restructure_bn': the trace has no BatchNorm kernel (no kernel name matches '{}')",
-                            kBatchNorm));
+    throw Error(fmt::format(
+        "scenario 'restructure_bn': the trace has no BatchNorm kernel (no kernel name matches '{}')", kBatchNorm));
   const auto backward = mask_of(graph, batch_norm.filter(TaskFilter().name(kBatchNormBackward)));
   Tally tally;
   const auto runs = runs_next_to_batch_norm(graph, batch_norm, backward);
   std::vector<char> removed(graph.num_tasks(), 0);
   for (const auto& run : runs)
-    for (TaskId k : run) removed[k] = 1, ++tally.removed_kernels, tally.removed_kernel_ns += graph.task(k).duration_ns;
+    for (TaskId k : run) {
+      removed[k] = 1;
+      ++tally.removed_kernels;
+      tally.removed_kernel_ns += graph.task(k).duration_ns;
+    }
   for (const auto& block : cpu_work_of(graph, removed)) {
     for (TaskId t : block) tally.cpu_ns += graph.task(t).duration_ns;
     tally.cpu_tasks += block.size();

@@ -200,6 +200,9 @@ class Graph {
   bool removed(TaskId id) const;
   /// add_edge for transformations: both tasks must be live and the edge must not close a cycle.
   void connect(TaskId from, TaskId to, Edge edge);
+  /// Deletes every edge from -> to, without bridging: `to` no longer waits for `from` (a
+  /// synchronisation the optimization removes). Throws Error when there is no such edge.
+  void disconnect(TaskId from, TaskId to);
   /// The unit with this name, if any.
   std::optional<UnitId> find_unit(std::string_view name) const;
   std::size_t num_live_tasks() const;

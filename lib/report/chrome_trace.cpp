@@ -143,23 +143,25 @@ class EventWriter {
     for (TaskId t : result.critical_path)
       if (t < critical.size()) critical[t] = true;
     NameCache names(graph);
-    for (TaskId t = 0; t < graph.num_tasks(); ++t) {
-      const Task& task = graph.task(t);
-      if (task.removed || result.start_ns[t] < 0) continue;
-      next_event();
-      fmt::format_to(std::back_inserter(out_), "{{\"ph\": \"X\", \"pid\": {}, \"tid\": {}, \"ts\": ", pid,
-                     std::int64_t{task.unit} + 1);
-      append_us(out_, result.start_ns[t]);
-      out_ += ", \"dur\": ";
-      append_us(out_, result.end_ns[t] - result.start_ns[t]);
-      out_ += ", \"name\": ";
-      out_ += names(task.name);
-      const std::string_view kind = to_string(task.kind);
-      fmt::format_to(std::back_inserter(out_), ", \"cat\": \"{}\", \"args\": {{\"id\": {}, \"kind\": \"{}\", \"phase\": \"{}\"",
-                     kind, t, kind, to_string(task.phase));
-      if (task.layer != 0) out_ += ", \"layer\": ", out_ += names(task.layer);
-      out_ += critical[t] ? ", \"critical\": true}}" : ", \"critical\": false}}";
-    }
+    for (TaskId t = 0; t < graph.num_tasks(); ++t)
+      if (!graph.task(t).removed && result.start_ns[t] >= 0) task(graph.task(t), t, result, pid, critical[t], names);
+  }
+
+  /// A complete ("X") event: ts and dur in us, args id, kind, phase, layer (if any), critical.
+  void task(const Task& task, TaskId id, const SimulationResult& result, int pid, bool critical, NameCache& names) {
+    next_event();
+    fmt::format_to(std::back_inserter(out_), "{{\"ph\": \"X\", \"pid\": {}, \"tid\": {}, \"ts\": ", pid,
+                   std::int64_t{task.unit} + 1);
+    append_us(out_, result.start_ns[id]);
+    out_ += ", \"dur\": ";
+    append_us(out_, result.end_ns[id] - result.start_ns[id]);
+    out_ += ", \"name\": ";
+    out_ += names(task.name);
+    const std::string_view kind = to_string(task.kind);
+    fmt::format_to(std::back_inserter(out_), ", \"cat\": \"{}\", \"args\": {{\"id\": {}, \"kind\": \"{}\", \"phase\": \"{}\"",
+                   kind, id, kind, to_string(task.phase));
+    if (task.layer != 0) out_ += ", \"layer\": ", out_ += names(task.layer);
+    out_ += critical ? ", \"critical\": true}}" : ", \"critical\": false}}";
   }
 
   /// A metadata ("M") event with one argument: a string or a number.

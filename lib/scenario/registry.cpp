@@ -140,12 +140,18 @@ std::string range_text(const ScenarioParam& p) {
   return fmt::format("{}{}..{}", p.min_exclusive ? "> " : "", show(p, p.min), show(p, p.max));
 }
 
+std::string default_text(const ScenarioParam& p) {
+  if (p.kind == ParamKind::text) return p.default_text.empty() ? "none" : p.default_text;
+  // A default outside the valid range means "not given" (e.g. a bandwidth that overrides a fit).
+  const bool unset = p.min_exclusive ? p.default_value <= p.min : p.default_value < p.min;
+  return unset ? "unset" : show(p, p.default_value);
+}
+
 std::string param_list(const Scenario& s) {
   if (s.params.empty()) return "(none)";
   std::string list;
   for (const auto& p : s.params)
-    list += fmt::format("\n  {} ({}, {}; default {})", p.name, to_string(p.kind), range_text(p),
-                        p.kind == ParamKind::text ? (p.default_text.empty() ? "none" : p.default_text) : show(p, p.default_value));
+    list += fmt::format("\n  {} ({}, {}; default {})", p.name, to_string(p.kind), range_text(p), default_text(p));
   return list;
 }
 

@@ -117,6 +117,15 @@ void Graph::connect(TaskId from, TaskId to, Edge edge) {
   if (!ordered) rank_valid_ = false;
 }
 
+void Graph::disconnect(TaskId from, TaskId to) {
+  check_live(from, "disconnect");
+  check_live(to, "disconnect");
+  auto& g = structure().adjacency;
+  if (!boost::edge(from, to, g).second)
+    throw Error(fmt::format("disconnect: no edge from {} to {}", describe(*this, from), describe(*this, to)));
+  boost::remove_edge(from, to, g);  // fewer edges: every rank stays valid
+}
+
 void Graph::remove(TaskId id) {
   check_live(id, "remove");
   const auto preds = predecessors(id);

@@ -14,6 +14,7 @@
 
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
+#include "daydream/predict.hpp"
 #include "daydream/replay.hpp"
 #include "daydream/scenario.hpp"
 #include "daydream/simulate.hpp"
@@ -49,11 +50,12 @@ std::size_t tasks_named(const Graph& graph, std::string_view name) {
   return n;
 }
 
-std::string all_notes(const ScenarioOutcome& outcome) {
+std::string all_notes(const std::vector<std::string>& notes) {
   std::string text;
-  for (const auto& n : outcome.notes) text += n + "\n";
+  for (const auto& n : notes) text += n + "\n";
   return text;
 }
+std::string all_notes(const ScenarioOutcome& outcome) { return all_notes(outcome.notes); }
 
 // Two kernels and a copy on stream 7, then a device synchronisation.
 //   cpu: step [0,10) L1 [10,20) step [20,30) L2 [30,40) L3 [40,44) step [44,46) sync [46,150) step [150,200)
@@ -449,42 +451,50 @@ TEST_CASE("amp recognises tensor-core kernels by name, not by their parameter li
 }
 
 // ------------------------------------------------------------------------- real shared traces
+// Through Predictor, as `daydream predict` reports them: baseline and predicted time per step.
 
 namespace {
 
-struct RealTrace {
+Predictor predictor_of(const std::string& relative) {
+  const auto files = test::traces_at(relative);
+  REQUIRE(!files.empty());
+  return Predictor(build_graph(load_trace(files.front())));
+}
+
+// Predicts `spec`; checks every step against `bound_ns(step)`; returns the prediction.
+template <class Bound>
+Prediction check_steps(const Predictor& predictor, const std::string& spec, Bound bound_ns, Graph* changed = nullptr) {
+  INFO(spec);
   Graph graph;
-  std::vector<TimeNs> steps;
+  SimulationResult result;
+  Prediction p = predictor.predict(parse_scenario_spec(spec), graph, result);
+  REQUIRE(!p.iterations.empty());
+  for (std::size_t k = 0; k < p.iterations.size(); ++k) {
+    const auto& step = p.iterations[k];
+    INFO(step.name << ": baseline " << step.baseline_ns << " ns, predicted " << step.predicted_ns << " ns");
+    CHECK(step.predicted_ns <= bound_ns(k, graph));
+  }
+  if (changed) *changed = std::move(graph);
+  return p;
+}
+
+const auto no_slower = [](const Prediction& base) {
+  return [&base](std::size_t k, const Graph&) { return base.iterations[k].baseline_ns; };
 };
 
-RealTrace real(const std::string& relative) {
-  const auto files = test::traces_at(relative);
-  REQUIRE(files.size() >= 1);
-  RealTrace r{build_graph(load_trace(files.front())), {}};
-  r.steps = step_times(r.graph);
-  REQUIRE(r.steps.size() >= 5);
-  return r;
+bool same_as_baseline(const Prediction& p) {
+  for (const auto& step : p.iterations)
+    if (step.predicted_ns != step.baseline_ns) return false;
+  return p.predicted_total_ns == p.baseline_total_ns;
 }
 
-// Every step of `changed` no longer than `bound_ns(k)` of the same step; returns the steps.
-template <class Bound>
-std::vector<TimeNs> check_steps(const Graph& changed, const RealTrace& base, Bound bound_ns) {
-  const auto steps = step_times(changed);
-  REQUIRE(steps.size() == base.steps.size());
-  for (std::size_t k = 0; k < steps.size(); ++k) {
-    INFO("step " << k << ": baseline " << base.steps[k] << " ns, predicted " << steps[k] << " ns");
-    CHECK(steps[k] <= bound_ns(k));
-  }
-  return steps;
-}
-
-// The CPU time AMP's inserted cast launches add to each step.
-std::vector<TimeNs> cast_launch_ns_per_step(const Graph& graph, std::size_t steps) {
-  std::vector<TimeNs> out(steps, 0);
+// The CPU time AMP's inserted cast launches add to step k.
+TimeNs cast_launch_ns(const Graph& graph, std::size_t k) {
+  TimeNs total = 0;
   for (TaskId t = 0; t < graph.num_tasks(); ++t)
-    if (!graph.removed(t) && graph.name(t) == "cudaLaunchKernel (amp cast)" && graph.task(t).iteration >= 0)
-      out.at(static_cast<std::size_t>(graph.task(t).iteration)) += graph.task(t).duration_ns;
-  return out;
+    if (!graph.removed(t) && graph.name(t) == "cudaLaunchKernel (amp cast)" && graph.task(t).iteration == static_cast<std::int32_t>(k))
+      total += graph.task(t).duration_ns;
+  return total;
 }
 
 }  // namespace
@@ -493,35 +503,29 @@ TEST_CASE("amp and faster_gpu never slow a real step down; factor 1 is the basel
   SKIP_WITHOUT_SHARED_TRACES();
   for (const char* relative : {"resnet50-v100-dataloader/workers0", "ddp-resnet-v100-rank0"}) {
     INFO(relative);
-    const RealTrace base = real(relative);
-    const auto same = [&](std::size_t k) { return base.steps[k]; };
-    for (const char* spec : {"faster_gpu", "faster_gpu:factor=4,kind=all", "amp:casts=0"}) {
-      INFO(spec);
-      Graph g = base.graph;
-      apply(g, spec);
-      check_steps(g, base, same);
-    }
-    {  // With casts, a CPU-bound step may pay at most the cast launches' CPU time.
-      Graph g = base.graph;
-      apply(g, "amp");
-      const auto extra = cast_launch_ns_per_step(g, base.steps.size());
-      CHECK(extra[0] > 0);
-      check_steps(g, base, [&](std::size_t k) { return base.steps[k] + extra[k]; });
-    }
-    Graph one = base.graph;
-    apply(one, "faster_gpu:factor=1,kind=all");
-    CHECK(step_times(one) == base.steps);
+    const Predictor predictor = predictor_of(relative);
+    const Prediction baseline = predictor.predict(parse_scenario_spec("faster_gpu:factor=1,kind=all"));
+    REQUIRE(baseline.iterations.size() >= 5);
+    CHECK(same_as_baseline(baseline));
+    for (const char* spec : {"faster_gpu", "faster_gpu:factor=4,kind=all", "amp:casts=0"})
+      check_steps(predictor, spec, no_slower(baseline));
+    // With casts, a CPU-bound step may pay at most the CPU time of the casts' launches.
+    Graph amp;
+    check_steps(
+        predictor, "amp",
+        [&](std::size_t k, const Graph& g) { return baseline.iterations[k].baseline_ns + cast_launch_ns(g, k); }, &amp);
+    CHECK(cast_launch_ns(amp, 0) > 0);
   }
 }
 
 TEST_CASE("amp speeds up the GPU-bound DDP ResNet steps", "[scenario][local][real]") {
   SKIP_WITHOUT_SHARED_TRACES();
-  const RealTrace base = real("ddp-resnet-v100-rank0");
-  Graph g = base.graph;
-  apply(g, "amp");
-  const auto steps = step_times(g);
-  // Steps 2-5 are GPU-bound (95.7 ms replayed); the kernels shrink by 2-3x.
-  for (std::size_t k = 2; k < steps.size(); ++k) CHECK(static_cast<double>(steps[k]) < 0.6 * static_cast<double>(base.steps[k]));
+  const Prediction p = predictor_of("ddp-resnet-v100-rank0").predict(parse_scenario_spec("amp"));
+  REQUIRE(p.iterations.size() == 5);
+  // Steps 103-105 are GPU-bound (95.7 ms); their kernels shrink 2-3x: 1.89x at the median.
+  for (std::size_t k = 2; k < p.iterations.size(); ++k)
+    CHECK(static_cast<double>(p.iterations[k].predicted_ns) < 0.6 * static_cast<double>(p.iterations[k].baseline_ns));
+  CHECK(p.speedup() > 1.8);
 }
 
 TEST_CASE("faster_network on real traces: factor 1 is the baseline, faster never slower", "[scenario][local][real]") {
@@ -530,44 +534,39 @@ TEST_CASE("faster_network on real traces: factor 1 is the baseline, faster never
   // (all-to-all, all-reduce) on the critical path of its one step (14.425 ms).
   for (const char* relative : {"ddp-convnet-a100-nccl", "dlrm-v100-8ranks/kineto"}) {
     INFO(relative);
-    const auto files = test::traces_at(relative);
-    REQUIRE(!files.empty());
-    RealTrace base{build_graph(load_trace(files.front())), {}};
-    base.steps = step_times(base.graph);
-    REQUIRE(!base.steps.empty());
-    Graph one = base.graph;
-    apply(one, "faster_network:factor=1");
-    CHECK(step_times(one) == base.steps);
-    Graph faster = base.graph;
-    const auto out = apply(faster, "faster_network:factor=10");
-    CHECK_THAT(all_notes(out), Catch::Contains("communication tasks scaled by 1/10"));
-    check_steps(faster, base, [&](std::size_t k) { return base.steps[k]; });
-    Graph bad = base.graph;
-    CHECK_THROWS_WITH(apply(bad, "faster_network:bandwidth=100Gbps"), Catch::Contains("use 'factor' instead"));
+    const Predictor predictor = predictor_of(relative);
+    const Prediction none = predictor.predict(parse_scenario_spec("faster_network:factor=1"));
+    CHECK(same_as_baseline(none));
+    const auto faster = check_steps(predictor, "faster_network:factor=10", no_slower(none));
+    CHECK_THAT(all_notes(faster.notes), Catch::Contains("communication tasks scaled by 1/10"));
+    CHECK_THROWS_WITH(predictor.predict(parse_scenario_spec("faster_network:bandwidth=100Gbps")),
+                      Catch::Contains("use 'factor' instead"));
   }
-  const auto dlrm = test::traces_at("dlrm-v100-8ranks/kineto");
-  Graph g = build_graph(load_trace(dlrm.front()));
-  const TimeNs before = step_time(g);
-  apply(g, "faster_network");
-  CHECK(static_cast<double>(step_time(g)) < 0.95 * static_cast<double>(before));  // 14.425 -> 12.840 ms
+  const Prediction dlrm = predictor_of("dlrm-v100-8ranks/kineto").predict(parse_scenario_spec("faster_network"));
+  CHECK(dlrm.speedup() > 1.1);  // 14.425 -> 12.840 ms
 }
 
 TEST_CASE("channels_last and pinned_memory on real traces", "[scenario][local][real]") {
   SKIP_WITHOUT_SHARED_TRACES();
-  const RealTrace resnet = real("resnet50-v100-dataloader/workers0");
-  {  // 12 nchwToNhwc + 6 nhwcToNchw kernels, each with its own launch call.
-    Graph g = resnet.graph;
-    const auto out = apply(g, "channels_last");
-    CHECK_THAT(all_notes(out), Catch::Contains("removed 18 layout-transform kernels") && Catch::Contains("and 18 launch calls"));
-    check_steps(g, resnet, [&](std::size_t k) { return resnet.steps[k]; });
-  }
-  {  // Each step copies its input batch (19,267,584 bytes) and labels from pageable memory.
-    Graph g = resnet.graph;
-    const auto out = apply(g, "pinned_memory");
-    CHECK_THAT(all_notes(out), Catch::Contains("12 host-to-device copies made pinned") &&
-                                   Catch::Contains("12 stream synchronisations removed"));
-    for (TaskId t : g.select(TaskFilter().kind(TaskKind::memcpy).name("HtoD")))
-      if (g.task(t).bytes == 19'267'584) CHECK(g.task(t).duration_ns == 1'605'632);  // 19267584 / 12e9 s
-    check_steps(g, resnet, [&](std::size_t k) { return resnet.steps[k] - 100 * us; });
-  }
+  const Predictor resnet = predictor_of("resnet50-v100-dataloader/workers0");
+  const Prediction baseline = resnet.predict(parse_scenario_spec("faster_gpu:factor=1"));
+  // 12 nchwToNhwc + 6 nhwcToNchw kernels, each with its own launch call.
+  const auto channels_last = check_steps(resnet, "channels_last", no_slower(baseline));
+  CHECK_THAT(all_notes(channels_last.notes),
+             Catch::Contains("removed 18 layout-transform kernels") && Catch::Contains("and 18 launch calls"));
+  // Each step copies its input batch (19,267,584 bytes) and labels from pageable memory; the
+  // staged 2 ms copy call goes, and the batch copy takes 19267584 / 12e9 s.
+  Graph pinned;
+  const auto p = check_steps(
+      resnet, "pinned_memory", [&](std::size_t k, const Graph&) { return baseline.iterations[k].baseline_ns - 100 * us; },
+      &pinned);
+  CHECK_THAT(all_notes(p.notes),
+             Catch::Contains("12 host-to-device copies made pinned") && Catch::Contains("12 stream synchronisations removed"));
+  std::size_t batches = 0;
+  for (TaskId t : pinned.select(TaskFilter().kind(TaskKind::memcpy).name("HtoD")))
+    if (pinned.task(t).bytes == 19'267'584) {
+      CHECK(pinned.task(t).duration_ns == 1'605'632);
+      ++batches;
+    }
+  CHECK(batches == 6);
 }
