@@ -20,6 +20,7 @@
 #include "daydream/transform.hpp"
 #include "unit/graph_helpers.hpp"
 #include "unit/shared_traces.hpp"
+#include "unit/scenario_helpers.hpp"
 #include "unit/trace_builder.hpp"
 
 using namespace daydream;
@@ -27,28 +28,12 @@ using test::edge_between;
 using test::KinetoJson;
 using test::task_named;
 using test::us;
+using test::apply;
+using test::live_named;
+using test::step_time;
+using test::step_times;
 
 namespace {
-
-ScenarioOutcome apply(Graph& graph, const std::string& spec) { return apply_scenario(graph, parse_scenario_spec(spec)); }
-
-std::vector<TimeNs> step_times(const Graph& graph) {
-  std::vector<TimeNs> out;
-  for (const auto& it : make_replay_report(graph, simulate(graph)).iterations) out.push_back(it.simulated_ns);
-  return out;
-}
-
-TimeNs step_time(const Graph& graph) {
-  const auto steps = step_times(graph);
-  REQUIRE(steps.size() == 1);
-  return steps[0];
-}
-
-std::size_t live_named(const Graph& graph, std::string_view name) {
-  std::size_t n = 0;
-  for (TaskId t = 0; t < graph.num_tasks(); ++t) n += !graph.removed(t) && graph.name(t) == name;
-  return n;
-}
 
 // The live task with this name (exactly one).
 TaskId live_task(const Graph& graph, std::string_view name) {

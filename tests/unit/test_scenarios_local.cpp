@@ -21,34 +21,19 @@
 #include "daydream/transform.hpp"
 #include "unit/graph_helpers.hpp"
 #include "unit/shared_traces.hpp"
+#include "unit/scenario_helpers.hpp"
 #include "unit/trace_builder.hpp"
 
 using namespace daydream;
 using test::KinetoJson;
 using test::task_named;
 using test::us;
+using test::apply;
+using test::live_named;
+using test::step_time;
+using test::step_times;
 
 namespace {
-
-ScenarioOutcome apply(Graph& graph, const std::string& spec) { return apply_scenario(graph, parse_scenario_spec(spec)); }
-
-std::vector<TimeNs> step_times(const Graph& graph) {
-  std::vector<TimeNs> out;
-  for (const auto& it : make_replay_report(graph, simulate(graph)).iterations) out.push_back(it.simulated_ns);
-  return out;
-}
-
-TimeNs step_time(const Graph& graph) {
-  const auto steps = step_times(graph);
-  REQUIRE(steps.size() == 1);
-  return steps[0];
-}
-
-std::size_t tasks_named(const Graph& graph, std::string_view name) {
-  std::size_t n = 0;
-  for (TaskId t = 0; t < graph.num_tasks(); ++t) n += !graph.removed(t) && graph.name(t) == name;
-  return n;
-}
 
 std::string all_notes(const std::vector<std::string>& notes) {
   std::string text;
@@ -228,8 +213,8 @@ TEST_CASE("channels_last removes layout-transform kernels with their launch call
   // Both transforms and their calls L1, L3 are gone; conv keeps its call L2 (now [20,30)):
   // conv starts 20 + 15 = 35, ends 75; the sync starts at 75 and keeps 5 us; the last
   // segment (90 us) runs 80-170.
-  CHECK(tasks_named(g, "conv_main") == 1);
-  CHECK(tasks_named(g, "cudaLaunchKernel") == 1);
+  CHECK(live_named(g, "conv_main") == 1);
+  CHECK(live_named(g, "cudaLaunchKernel") == 1);
   CHECK(g.num_live_tasks() == base.num_live_tasks() - 4);
   CHECK(step_time(g) == 170 * us);
   CHECK_THAT(all_notes(out), Catch::Contains("removed 2 layout-transform kernels (0.040 ms of GPU time) and 2 launch calls"));
@@ -243,8 +228,8 @@ TEST_CASE("channels_last removes layout-transform kernels with their launch call
   SECTION("the pattern can name other kernels") {
     Graph h = base;
     apply(h, "channels_last:pattern=^conv_main$");
-    CHECK(tasks_named(h, "conv_main") == 0);
-    CHECK(tasks_named(h, "cudaLaunchKernel") == 2);
+    CHECK(live_named(h, "conv_main") == 0);
+    CHECK(live_named(h, "cudaLaunchKernel") == 2);
   }
 }
 
@@ -377,8 +362,8 @@ TEST_CASE("amp scales tensor-core and other kernels and casts each forward opera
   SECTION("with casts: one cast (the median elementwise kernel after scaling, 20 us) per forward operator") {
     Graph g = base;
     const auto out = apply(g, "amp");
-    REQUIRE(tasks_named(g, "amp cast fp32 -> fp16") == 2);
-    REQUIRE(tasks_named(g, "cudaLaunchKernel (amp cast)") == 2);
+    REQUIRE(live_named(g, "amp cast fp32 -> fp16") == 2);
+    REQUIRE(live_named(g, "cudaLaunchKernel (amp cast)") == 2);
     const TaskId cast1 = task_named(g, "amp cast fp32 -> fp16");
     const TaskId launch1 = task_named(g, "cudaLaunchKernel (amp cast)");
     const TaskId l1 = task_named(g, "cudaLaunchKernel");
@@ -405,7 +390,7 @@ TEST_CASE("amp scales tensor-core and other kernels and casts each forward opera
                                  .str());
     const auto out = apply(g, "amp");
     CHECK(g.task(task_named(g, "volta_sgemm_64x64_nt")).duration_ns == 30 * us);
-    CHECK(tasks_named(g, "amp cast fp32 -> fp16") == 0);
+    CHECK(live_named(g, "amp cast fp32 -> fp16") == 0);
     CHECK_THAT(all_notes(out), Catch::Contains("no casts inserted: the graph marks no forward phase"));
   }
 }
