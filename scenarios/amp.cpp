@@ -134,32 +134,15 @@ ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
 }  // namespace
 
 Scenario amp() {
-  auto factor = [](const char* name, double value, const char* description) {
-    ScenarioParam p;
-    p.name = name;
-    p.kind = ParamKind::number;
-    p.default_value = value;
-    p.min = 0;
-    p.min_exclusive = true;
-    p.description = description;
-    return p;
-  };
-  ScenarioParam casts;
-  casts.name = "casts";
-  casts.kind = ParamKind::integer;
-  casts.default_value = 1;
-  casts.min = 0;
-  casts.max = 1;
-  casts.description = "1: insert autocast's fp32 -> fp16 weight casts in the forward pass; 0: leave them out";
-  ScenarioParam pattern;
-  pattern.name = "pattern";
-  pattern.kind = ParamKind::text;
-  pattern.default_text = kTensorCore;
-  pattern.description = "regular expression naming the tensor-core kernels (GEMM, convolution)";
+  constexpr double inf = std::numeric_limits<double>::infinity();
   return {"amp",
           "automatic mixed precision: tensor-core kernels / tensor_core, other kernels / other, plus fp16 weight casts",
-          {factor("tensor_core", 3, "speed-up of tensor-core kernels (GEMM, convolution)"),
-           factor("other", 2, "speed-up of every other kernel"), casts, pattern},
+          {{"tensor_core", ParamKind::number, 3, "speed-up of tensor-core kernels (GEMM, convolution)", 0, inf, true},
+           {"other", ParamKind::number, 2, "speed-up of every other kernel", 0, inf, true},
+           {"casts", ParamKind::integer, 1,
+            "1: insert autocast's fp32 -> fp16 weight casts in the forward pass; 0: leave them out", 0, 1},
+           ScenarioParam::text("pattern", kTensorCore,
+                               "regular expression naming the tensor-core kernels (GEMM, convolution)")},
           apply_amp};
 }
 

@@ -34,13 +34,9 @@ ScenarioOutcome apply_channels_last(Graph& graph, const ScenarioParams& params) 
 }  // namespace
 
 Scenario channels_last() {
-  ScenarioParam pattern;
-  pattern.name = "pattern";
-  pattern.kind = ParamKind::text;
-  pattern.default_text = kLayoutTransforms;
-  pattern.description = "regular expression naming the layout-transform kernels to remove";
   return {"channels_last", "channels-last memory format: NCHW <-> NHWC layout-transform kernels removed",
-          {pattern}, apply_channels_last};
+          {ScenarioParam::text("pattern", kLayoutTransforms, "regular expression naming the layout-transform kernels to remove")},
+          apply_channels_last};
 }
 
 }  // namespace daydream::scenarios

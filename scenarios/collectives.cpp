@@ -499,48 +499,30 @@ std::vector<Bucket> fill_buckets(const std::vector<Gradient>& gradients, std::in
 
 // --- what ddp and p3 share ---
 
-namespace {
-
-ScenarioParam param(std::string name, ParamKind kind, double value, std::string description, double min, double max,
-                    bool min_exclusive = false) {
-  ScenarioParam p;
-  p.name = std::move(name);
-  p.kind = kind;
-  p.default_value = value;
-  p.description = std::move(description);
-  p.min = min;
-  p.max = max;
-  p.min_exclusive = min_exclusive;
-  return p;
-}
-
-}  // namespace
-
 std::vector<ScenarioParam> data_parallel_params() {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr double kMiB = 1024.0 * 1024.0;
   constexpr double kMinLink = 1e3;  // bytes/s: slower links would overflow the ns clock on large models
-  auto param_file = param("param_file", ParamKind::text, 0,
-                          "JSON file of per-parameter counts in forward order: {\"parameters\": [{\"name\": "
-                          "\"conv1.weight\", \"count\": 9408}, ...]}",
-                          -kInf, kInf);
+  auto param_file = ScenarioParam::text("param_file", "",
+                                        "JSON file of per-parameter counts in forward order: {\"parameters\": "
+                                        "[{\"name\": \"conv1.weight\", \"count\": 9408}, ...]}");
   return {
-      param("machines", ParamKind::integer, 1, "machines (nodes) in the job", 1, 1e6),
-      param("gpus", ParamKind::integer, 1, "GPUs per machine", 1, 1e6),
-      param("intra", ParamKind::bandwidth, 100e9, "ring bandwidth between the GPUs of one machine (NVLink class)",
+      ScenarioParam("machines", ParamKind::integer, 1, "machines (nodes) in the job", 1, 1e6),
+      ScenarioParam("gpus", ParamKind::integer, 1, "GPUs per machine", 1, 1e6),
+      ScenarioParam("intra", ParamKind::bandwidth, 100e9, "ring bandwidth between the GPUs of one machine (NVLink class)",
             kMinLink, kInf),
-      param("inter", ParamKind::bandwidth, 10e9 / 8, "ring bandwidth between machines (10 Gb Ethernet)", kMinLink,
+      ScenarioParam("inter", ParamKind::bandwidth, 10e9 / 8, "ring bandwidth between machines (10 Gb Ethernet)", kMinLink,
             kInf),
-      param("bandwidth", ParamKind::bandwidth, 0,
+      ScenarioParam("bandwidth", ParamKind::bandwidth, 0,
             "the ring's bandwidth, overriding intra/inter (unset: intra on one machine, inter across machines)",
             kMinLink, kInf),
-      param("latency", ParamKind::duration, 20e3, "fixed cost of one all-reduce (ring start-up)", 0, 1e15),
-      param("bucket", ParamKind::bytes, 25 * kMiB, "DDP bucket cap (bucket_cap_mb = 25)", 0, kInf, true),
-      param("first_bucket", ParamKind::bytes, 1 * kMiB, "cap of DDP's first bucket", 0, kInf, true),
-      param("params", ParamKind::number, 0,
+      ScenarioParam("latency", ParamKind::duration, 20e3, "fixed cost of one all-reduce (ring start-up)", 0, 1e15),
+      ScenarioParam("bucket", ParamKind::bytes, 25 * kMiB, "DDP bucket cap (bucket_cap_mb = 25)", 0, kInf, true),
+      ScenarioParam("first_bucket", ParamKind::bytes, 1 * kMiB, "cap of DDP's first bucket", 0, kInf, true),
+      ScenarioParam("params", ParamKind::number, 0,
             "total parameter count, when the trace records no gradient sizes (e.g. 25.6e6 for ResNet-50)", 0, 1e13,
             true),
-      param("bytes_per_param", ParamKind::number, 4, "bytes per gradient element (4 = fp32, 2 = fp16)", 0, 64, true),
+      ScenarioParam("bytes_per_param", ParamKind::number, 4, "bytes per gradient element (4 = fp32, 2 = fp16)", 0, 64, true),
       param_file,
   };
 }

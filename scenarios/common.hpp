@@ -19,7 +19,8 @@ TimeNs median_launch_call_ns(const Graph& graph, TimeNs fallback_ns = 5'000);
 /// nothing else). Returns the number of calls removed.
 std::size_t remove_with_launches(Graph& graph, const std::vector<TaskId>& gpu_tasks);
 
-/// Median of a list of durations (0 when empty).
+/// Median of a list of durations (0 when empty); the upper middle one for even counts, unlike
+/// text::median (the lower one), which the graph builder's calibration uses.
 TimeNs median_ns(std::vector<TimeNs> values);
 
 // --- Blocks of work replaced as a whole (fused_adam, cuda_graphs; restructure_bn uses the ranges) ---

@@ -300,27 +300,13 @@ ScenarioOutcome apply_cuda_graphs(Graph& graph, const ScenarioParams& params) {
 }  // namespace
 
 Scenario cuda_graphs() {
-  ScenarioParam region;
-  region.name = "region";
-  region.kind = ParamKind::text;
-  region.default_text = "ProfilerStep#";
-  region.description = "regular expression naming the CPU range captured as a graph (data loading excluded)";
-  ScenarioParam launch;
-  launch.name = "launch";
-  launch.kind = ParamKind::duration;
-  launch.default_value = 10'000;
-  launch.min = 0;
-  launch.max = 1e9;
-  launch.description = "CPU time of one cudaGraphLaunch call";
-  ScenarioParam in_flight;
-  in_flight.name = "in_flight";
-  in_flight.kind = ParamKind::integer;
-  in_flight.default_value = 1;
-  in_flight.min = 1;
-  in_flight.max = 1024;
-  in_flight.description = "graphs launched and not yet finished when a cudaGraphLaunch blocks (1: one sync per step)";
   return {"cuda_graphs", "the step replayed as CUDA graphs: no per-kernel launches or framework work on the CPU",
-          {region, launch, in_flight}, apply_cuda_graphs};
+          {ScenarioParam::text("region", "ProfilerStep#",
+                               "regular expression naming the CPU range captured as a graph (data loading excluded)"),
+           {"launch", ParamKind::duration, 10'000, "CPU time of one cudaGraphLaunch call", 0, 1e9},
+           {"in_flight", ParamKind::integer, 1,
+            "graphs launched and not yet finished when a cudaGraphLaunch blocks (1: one sync per step)", 1, 1024}},
+          apply_cuda_graphs};
 }
 
 }  // namespace daydream::scenarios

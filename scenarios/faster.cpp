@@ -23,14 +23,7 @@ namespace daydream::scenarios {
 namespace {
 
 ScenarioParam factor_param(std::string description) {
-  ScenarioParam p;
-  p.name = "factor";
-  p.kind = ParamKind::number;
-  p.default_value = 2;
-  p.min = 0;
-  p.min_exclusive = true;
-  p.description = std::move(description);
-  return p;
+  return {"factor", ParamKind::number, 2, std::move(description), 0, std::numeric_limits<double>::infinity(), true};
 }
 
 // The task kinds a `kind` word of faster_gpu selects.
@@ -100,23 +93,16 @@ ScenarioOutcome apply_faster_network(Graph& graph, const ScenarioParams& params)
 }  // namespace
 
 Scenario faster_gpu() {
-  ScenarioParam kind;
-  kind.name = "kind";
-  kind.kind = ParamKind::text;
-  kind.default_text = "kernel";
-  kind.description = "which GPU tasks get faster: kernel, memcpy, memset or all (the three)";
   return {"faster_gpu", "a GPU `factor` times faster: GPU task durations divided by factor",
-          {factor_param("speed-up of the chosen GPU tasks (duration / factor)"), kind}, apply_faster_gpu};
+          {factor_param("speed-up of the chosen GPU tasks (duration / factor)"),
+           ScenarioParam::text("kind", "kernel", "which GPU tasks get faster: kernel, memcpy, memset or all (the three)")},
+          apply_faster_gpu};
 }
 
 Scenario faster_network() {
-  ScenarioParam bandwidth;
-  bandwidth.name = "bandwidth";
-  bandwidth.kind = ParamKind::bandwidth;
-  bandwidth.default_value = 0;  // unset: `factor` applies
-  bandwidth.min = 0;
-  bandwidth.min_exclusive = true;
-  bandwidth.description = "instead of factor: communication task = bytes / bandwidth (tasks with a known size)";
+  const ScenarioParam bandwidth{"bandwidth", ParamKind::bandwidth, 0,  // 0: unset, `factor` applies
+                                "instead of factor: communication task = bytes / bandwidth (tasks with a known size)",
+                                0, std::numeric_limits<double>::infinity(), true};
   return {"faster_network", "faster communication: collective durations divided by factor (or bytes / bandwidth)",
           {factor_param("speed-up of every communication task (duration / factor)"), bandwidth}, apply_faster_network};
 }

@@ -258,24 +258,12 @@ ScenarioOutcome apply_fused_adam(Graph& graph, const ScenarioParams& params) {
 }  // namespace
 
 Scenario fused_adam() {
-  ScenarioParam factor;
-  factor.name = "factor";
-  factor.kind = ParamKind::number;
-  factor.default_value = 1;
-  factor.min = 0;
-  factor.min_exclusive = true;
-  factor.max = 100;
-  factor.description = "fused kernel time / summed time of the kernels it replaces (1 = the paper's estimate)";
-  ScenarioParam kernels;
-  kernels.name = "kernels";
-  kernels.kind = ParamKind::integer;
-  kernels.default_value = 1;
-  kernels.min = 1;
-  kernels.max = 4096;
-  kernels.description = "fused kernels (and launches) per optimizer step and stream";
   return {"fused_adam",
           "the optimizer step's per-parameter kernels and their CPU launches replaced by a few fused kernels",
-          {factor, kernels}, apply_fused_adam};
+          {{"factor", ParamKind::number, 1,
+            "fused kernel time / summed time of the kernels it replaces (1 = the paper's estimate)", 0, 100, true},
+           {"kernels", ParamKind::integer, 1, "fused kernels (and launches) per optimizer step and stream", 1, 4096}},
+          apply_fused_adam};
 }
 
 }  // namespace daydream::scenarios

@@ -208,14 +208,9 @@ std::vector<ScenarioParam> p3_params() {
   params.erase(std::remove_if(params.begin(), params.end(),
                               [](const ScenarioParam& p) { return p.name == "bucket" || p.name == "first_bucket"; }),
                params.end());  // p3 sends slices, not buckets
-  ScenarioParam slice;
-  slice.name = "slice";
-  slice.kind = ParamKind::bytes;
-  slice.default_value = 50'000 * 4.0;  // P3's slices of 50,000 fp32 parameters
-  slice.description = "largest slice of a gradient sent as one message";
-  slice.min = 0;
-  slice.min_exclusive = true;
-  params.push_back(slice);
+  params.push_back({"slice", ParamKind::bytes, 50'000 * 4.0,  // P3's slices of 50,000 fp32 parameters
+                    "largest slice of a gradient sent as one message", 0, std::numeric_limits<double>::infinity(),
+                    true});
   return params;
 }
 

@@ -94,22 +94,14 @@ ScenarioOutcome apply_pinned_memory(Graph& graph, const ScenarioParams& params) 
 }  // namespace
 
 Scenario pinned_memory() {
-  ScenarioParam bandwidth;
-  bandwidth.name = "bandwidth";
-  bandwidth.kind = ParamKind::bandwidth;
-  bandwidth.default_value = 12e9;  // 12 GB/s: a pinned copy over PCIe 3.0 x16 (15.75 GB/s peak)
-  bandwidth.min = 0;
-  bandwidth.min_exclusive = true;
-  bandwidth.description = "pinned host-to-device copy bandwidth (bytes / bandwidth per copy of known size)";
-  ScenarioParam non_blocking;
-  non_blocking.name = "non_blocking";
-  non_blocking.kind = ParamKind::integer;
-  non_blocking.default_value = 1;
-  non_blocking.min = 0;
-  non_blocking.max = 1;
-  non_blocking.description = "1: .to(non_blocking=True), the copy's operator no longer synchronises; 0: it still does";
-  return {"pinned_memory", "pinned host memory: host-to-device copies asynchronous at pinned-memory bandwidth",
-          {bandwidth, non_blocking}, apply_pinned_memory};
+  return {"pinned_memory",
+          "pinned host memory: host-to-device copies asynchronous at pinned-memory bandwidth",
+          {{"bandwidth", ParamKind::bandwidth, 12e9,  // 12 GB/s: a pinned copy over PCIe 3.0 x16 (15.75 GB/s peak)
+            "pinned host-to-device copy bandwidth (bytes / bandwidth per copy of known size)", 0,
+            std::numeric_limits<double>::infinity(), true},
+           {"non_blocking", ParamKind::integer, 1,
+            "1: .to(non_blocking=True), the copy's operator no longer synchronises; 0: it still does", 0, 1}},
+          apply_pinned_memory};
 }
 
 }  // namespace daydream::scenarios

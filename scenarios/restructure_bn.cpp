@@ -176,17 +176,11 @@ ScenarioOutcome apply_restructure_bn(Graph& graph, const ScenarioParams& params)
 }  // namespace
 
 Scenario restructure_bn() {
-  ScenarioParam bn_factor;
-  bn_factor.name = "bn_factor";
-  bn_factor.kind = ParamKind::number;
-  bn_factor.default_value = 0.75;
-  bn_factor.min = 0;
-  bn_factor.min_exclusive = true;
-  bn_factor.max = 10;
-  bn_factor.description = "duration factor of the restructured BatchNorm kernels (forward and backward)";
   return {"restructure_bn",
           "BatchNorm restructured: adjacent ReLU/add kernels fused away, BatchNorm kernels scaled by bn_factor",
-          {bn_factor}, apply_restructure_bn};
+          {{"bn_factor", ParamKind::number, 0.75,
+            "duration factor of the restructured BatchNorm kernels (forward and backward)", 0, 10, true}},
+          apply_restructure_bn};
 }
 
 }  // namespace daydream::scenarios
