@@ -8,7 +8,6 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -16,7 +15,6 @@
 #include "common.hpp"
 #include "common/text.hpp"
 #include "daydream/error.hpp"
-#include "daydream/ingest.hpp"
 
 namespace daydream::scenarios {
 
@@ -90,14 +88,6 @@ std::int64_t message_bytes(const CollectiveInfo& info) {
   return element > 0 && elements >= 0 ? elements * element : kNone;
 }
 
-std::optional<UnitId> cpu_unit_of(const Graph& graph, const Lane& lane) {
-  for (UnitId u = 0; u < graph.units().size(); ++u) {
-    const Unit& unit = graph.units()[u];
-    if (unit.kind == UnitKind::cpu_thread && unit.process == lane.process && unit.thread == lane.thread) return u;
-  }
-  return std::nullopt;
-}
-
 /// The CPU call that launched a communication task (its launch or communication predecessor).
 TaskId comm_launch_of(const Graph& graph, TaskId comm_task) {
   for (const auto& p : graph.predecessors(comm_task)) {
@@ -150,22 +140,10 @@ void attach_comm_tasks(const Graph& graph, TraceCollectives& out) {
 
 TraceCollectives read_trace_collectives(const Graph& graph) {
   TraceCollectives out;
-  std::error_code ec;
-  if (graph.source_path.empty() || !std::filesystem::is_regular_file(graph.source_path, ec)) {
-    out.unavailable = fmt::format("trace file '{}' cannot be re-read for its collectives", graph.source_path);
-    attach_comm_tasks(graph, out);  // the graph's own all-reduce kernels, of unknown size
-    return out;
-  }
-  const Trace trace = load_trace(graph.source_path);
-  out.world_size = trace.metadata.world_size;
-  for (const TraceEvent& e : trace.events) {
-    if (e.collective < 0) continue;
-    const CollectiveInfo& info = trace.collectives[static_cast<std::size_t>(e.collective)];
-    const auto unit = cpu_unit_of(graph, trace.lanes[e.lane]);
-    if (!unit) continue;
-    if (out.world_size == kNone || out.world_size < 1) out.world_size = info.group_size;
-    out.list.push_back(make_collective(info.name, message_bytes(info), *unit, e.start_ns - graph.origin_ns,
-                                       e.end_ns() - graph.origin_ns));
+  out.world_size = graph.world_size;
+  for (const CollectiveRecord& r : graph.collectives()) {
+    if (out.world_size == kNone || out.world_size < 1) out.world_size = r.info.group_size;
+    out.list.push_back(make_collective(r.info.name, message_bytes(r.info), r.unit, r.start_ns, r.end_ns));
   }
   attach_comm_tasks(graph, out);
   std::stable_sort(out.list.begin(), out.list.end(),
@@ -589,7 +567,6 @@ RingCost cluster_cost(const ScenarioParams& params, const TraceCollectives& coll
   cost.latency_ns = params.number("latency");
   std::string latency_source = params.given("latency") ? "given" : "default";
   std::string link_source = (params.given(link) ? "given " : "default ") + link;
-  if (!collectives.unavailable.empty()) notes.push_back(collectives.unavailable + ": no recorded collective sizes");
   if (const auto fit = fit_trace(collectives, notes)) {
     if (!params.given("latency")) cost.latency_ns = fit->latency_ns, latency_source = "fitted";
     if (!params.given(link)) cost.ns_per_byte = fit->ns_per_byte, link_source = "fitted";

@@ -63,13 +63,11 @@ struct TraceCollective {
 struct TraceCollectives {
   std::int64_t world_size = kNone;    ///< distributedInfo.world_size, else the collectives' group size
   std::vector<TraceCollective> list;  ///< by start
-  std::string unavailable;            ///< why none could be read (empty when the trace file was read)
 };
 
-/// The collectives the graph's trace file records (record_param_comms), with the communication
-/// tasks each launched; all-reduce kernels outside such a range are listed with unknown size.
-/// The graph keeps no collective sizes, so this re-reads graph.source_path; a graph built from
-/// memory gets only its all-reduce kernels, and `unavailable` says why.
+/// The collectives the graph's trace records (Graph::collectives, from record_param_comms), with
+/// the communication tasks each launched; all-reduce kernels outside such a range are listed
+/// with unknown size.
 TraceCollectives read_trace_collectives(const Graph& graph);
 
 // --- gradients ---

@@ -153,6 +153,14 @@ struct CpuRange {
   TimeNs end_ns = 0;
 };
 
+/// A collective the trace records on a CPU thread (`record_param_comms`): what it moved and when.
+struct CollectiveRecord {
+  CollectiveInfo info;
+  UnitId unit = 0;       ///< the CPU thread of the record
+  TimeNs start_ns = 0;   ///< relative to the origin
+  TimeNs end_ns = 0;
+};
+
 struct GraphStorage;  // the Boost.Graph adjacency list, private to lib/graph
 
 /// The edges in compressed sparse-row form, for engines that sweep them many times: the
@@ -248,6 +256,9 @@ class Graph {
   /// The trace's CPU ranges, by thread and start (shared by copies; never changed by transforms).
   const std::vector<CpuRange>& ranges() const;
   void set_ranges(std::vector<CpuRange> ranges);
+  /// The trace's collective records, in trace order (shared by copies; never changed by transforms).
+  const std::vector<CollectiveRecord>& collectives() const;
+  void set_collectives(std::vector<CollectiveRecord> collectives);
   std::vector<Iteration>& iterations() { return iterations_; }
   const std::vector<Iteration>& iterations() const { return iterations_; }
   Calibration& calibration() { return calibration_; }
@@ -257,6 +268,8 @@ class Graph {
   /// Absolute trace time (ns) of time zero of the graph.
   TimeNs origin_ns = 0;
   std::string source_path;
+  /// Ranks of the job (`distributedInfo.world_size`), or kNone.
+  std::int64_t world_size = kNone;
 
  private:
   void check_live(TaskId id, std::string_view what) const;
@@ -280,6 +293,7 @@ class Graph {
   std::vector<std::string> strings_;
   std::vector<Iteration> iterations_;
   std::shared_ptr<const std::vector<CpuRange>> ranges_;
+  std::shared_ptr<const std::vector<CollectiveRecord>> collectives_;
   Calibration calibration_;
   ImportReport report_;
   std::size_t removed_count_ = 0;

@@ -51,6 +51,24 @@ void index_events(BuildContext& ctx) {
   ctx.lane_unit.assign(ctx.trace.lanes.size(), BuildContext::kNoUnit);
 }
 
+namespace {
+
+// The record_param_comms records on threads that have tasks, for scenarios that cost collectives.
+void keep_collectives(BuildContext& ctx) {
+  std::vector<CollectiveRecord> records;
+  for (const TraceEvent& e : ctx.trace.events) {
+    if (e.collective < 0) continue;
+    const UnitId unit = ctx.lane_unit[e.lane];
+    if (unit == BuildContext::kNoUnit || ctx.graph.units()[unit].kind != UnitKind::cpu_thread) continue;
+    records.push_back({ctx.trace.collectives[static_cast<std::size_t>(e.collective)], unit, ctx.rel(e.start_ns),
+                       ctx.rel(e.end_ns())});
+  }
+  ctx.graph.set_collectives(std::move(records));
+  ctx.graph.world_size = ctx.trace.metadata.world_size;
+}
+
+}  // namespace
+
 Graph build_graph(const Trace& trace, const GraphOptions& options) {
   Graph graph;
   graph.report() = trace.report;
@@ -68,6 +86,7 @@ Graph build_graph(const Trace& trace, const GraphOptions& options) {
   set_releases(ctx);
   assign_iterations(ctx);
   graph.set_ranges(std::move(ctx.ranges));
+  keep_collectives(ctx);
   if (auto cycle = graph.find_cycle(); !cycle.empty())
     throw Error(trace.path, Error::kNoEvent, "", "internal: the built graph has a cycle through task " +
                                                      std::to_string(cycle.front()));

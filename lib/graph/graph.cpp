@@ -83,6 +83,15 @@ void Graph::set_ranges(std::vector<CpuRange> ranges) {
   ranges_ = std::make_shared<const std::vector<CpuRange>>(std::move(ranges));
 }
 
+const std::vector<CollectiveRecord>& Graph::collectives() const {
+  static const std::vector<CollectiveRecord> none;
+  return collectives_ ? *collectives_ : none;
+}
+
+void Graph::set_collectives(std::vector<CollectiveRecord> collectives) {
+  collectives_ = std::make_shared<const std::vector<CollectiveRecord>>(std::move(collectives));
+}
+
 GraphStorage& Graph::structure() {
   if (storage_.use_count() > 1) storage_ = std::make_shared<GraphStorage>(*storage_);
   storage_->table.reset();  // the caller may change edges

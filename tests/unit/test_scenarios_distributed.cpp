@@ -71,7 +71,7 @@ std::string training_loop(const LoopOptions& options = {}) {
   return t.str();
 }
 
-/// A file removed when the test ends (the scenarios read param_file and re-read trace files).
+/// A file removed when the test ends (param_file inputs, and traces loaded from disk).
 struct TempFile {
   std::string path;
   TempFile(const std::string& name, const std::string& text)
