@@ -18,15 +18,8 @@
 namespace daydream::cli {
 namespace {
 
-/// The unchanged trace as a scenario: the baseline row is then predicted exactly like every
-/// row's baseline (median iteration, critical path inside the iterations), in parallel with them.
+/// The label of the first row: the trace as recorded.
 constexpr std::string_view kBaseline = "baseline";
-
-void register_baseline_scenario() {
-  if (scenario_registry().count(kBaseline) != 0) return;
-  register_scenario({std::string(kBaseline), "the trace as recorded (no change)", {},
-                     [](Graph&, const ScenarioParams&) { return ScenarioOutcome{}; }});
-}
 
 double dominant_share(const PathBreakdown& path) {
   const TimeNs dominant = path.by_category_ns[static_cast<std::size_t>(path.dominant())];
@@ -163,18 +156,15 @@ std::string sweep_json(const std::string& trace, const Prediction& baseline, con
 
 int run_sweep(const SweepCommandOptions& options) {
   std::vector<ScenarioSpec> specs = collect_specs(options);  // bad specs fail before the trace is read
-  register_baseline_scenario();
-  specs.insert(specs.begin(), ScenarioSpec{std::string(kBaseline), {}});
   const Predictor predictor(load_graph(options.common.trace, options.layer_file));
   Progress progress(!options.quiet);
   SweepOptions sweep_options;
   sweep_options.threads = options.threads;
   sweep_options.progress = [&progress](std::size_t done, std::size_t total) { progress(done, total); };
-  std::vector<SweepRow> rows = sweep(predictor, specs, sweep_options);
+  const std::vector<SweepRow> rows = sweep(predictor, specs, sweep_options);
   progress.finish();
-  if (!rows.front().prediction) throw Error("sweep: the baseline failed: " + rows.front().error);
-  const Prediction baseline = std::move(*rows.front().prediction);
-  rows.erase(rows.begin());
+  // The baseline compared with itself: median iteration and critical path computed like every row's.
+  const Prediction baseline = predictor.compare(std::string(kBaseline), predictor.base(), predictor.baseline());
 
   if (options.csv) print_csv(baseline, rows);
   else if (options.common.json) std::cout << sweep_json(options.common.trace, baseline, rows);
