@@ -3,6 +3,9 @@
 
 import glob
 import os
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -80,3 +83,32 @@ def cli() -> str:
     if not path or not os.path.exists(path):
         pytest.skip("DAYDREAM_CLI not set (run through ctest to compare with the CLI)")
     return path
+
+
+def releases_gil(call, tries: int) -> bool:
+    """True when the main thread ran while `call()` (repeated up to `tries` times on a worker
+    thread) was inside C++: with a huge switch interval the main thread's counter can only move
+    while the worker has released the GIL."""
+    counter, moved, done = [0], [], threading.Event()
+
+    def worker():
+        for _ in range(tries):
+            before = counter[0]
+            call()
+            if counter[0] != before:
+                moved.append(counter[0] - before)
+                break
+        done.set()
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(100.0)
+    try:
+        thread = threading.Thread(target=worker)
+        thread.start()
+        while not done.is_set():
+            counter[0] += 1
+            time.sleep(0.0001)  # lets the worker take the GIL back after each call
+        thread.join()
+    finally:
+        sys.setswitchinterval(old)
+    return bool(moved)

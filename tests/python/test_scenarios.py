@@ -12,13 +12,12 @@ the iteration takes 200 us. Each us taken off the 100 us kernel comes off the it
 import json
 import math
 import sys
-import threading
-import time
 
 import pandas as pd
 import pytest
 
 import daydream
+from conftest import releases_gil
 from kineto_builder import KinetoJson
 
 SWEEP_COLUMNS = ["scenario", "baseline_ms", "predicted_ms", "speedup", "dominant", "dominant_share", "error"]
@@ -359,29 +358,8 @@ def test_sweep_releases_the_gil(example_trace):
     the worker is inside a call that released the GIL."""
     require_scenarios("faster_gpu")
     g = daydream.load(example_trace)
-    counter, moved, done = [0], [], threading.Event()
-
-    def worker():
-        for _ in range(50):
-            before = counter[0]
-            daydream.sweep(g, ["faster_gpu:factor=2|3|4"], threads=2)
-            if counter[0] != before:
-                moved.append(counter[0] - before)
-                break
-        done.set()
-
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(100.0)
-    try:
-        thread = threading.Thread(target=worker)
-        thread.start()
-        while not done.is_set():
-            counter[0] += 1
-            time.sleep(0.0001)
-        thread.join()
-    finally:
-        sys.setswitchinterval(old)
-    assert moved, "the counter never moved while sweep() ran: the GIL was held"
+    assert releases_gil(lambda: daydream.sweep(g, ["faster_gpu:factor=2|3|4"], threads=2), tries=50), (
+        "the counter never moved while sweep() ran: the GIL was held")
 
 
 # --- write_timeline ---

@@ -4,11 +4,11 @@ import json
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
 import daydream
+from conftest import releases_gil
 
 
 def test_result_on_example(example_trace):
@@ -161,31 +161,7 @@ def test_simulate_releases_the_gil(example_trace):
     """With a huge switch interval the main thread can only run while the worker is inside a
     call that released the GIL: its counter moves only if simulate() releases it."""
     g = daydream.load(example_trace)
-    counter = [0]
-    moved = []
-    done = threading.Event()
-
-    def worker():
-        for _ in range(200):
-            before = counter[0]
-            g.simulate()
-            if counter[0] != before:
-                moved.append(counter[0] - before)
-                break
-        done.set()
-
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(100.0)
-    try:
-        thread = threading.Thread(target=worker)
-        thread.start()
-        while not done.is_set():
-            counter[0] += 1
-            time.sleep(0.0001)  # lets the worker take the GIL back after each simulation
-        thread.join()
-    finally:
-        sys.setswitchinterval(old)
-    assert moved, "the counter never moved while simulate() ran: the GIL was held"
+    assert releases_gil(g.simulate, tries=200), "the counter never moved while simulate() ran: the GIL was held"
 
 
 def test_changes_wait_for_running_simulations(example_trace):
