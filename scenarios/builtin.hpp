@@ -15,6 +15,9 @@ Scenario cuda_graphs();
 Scenario ddp();
 Scenario p3();
 Scenario dataloader_workers();
+Scenario network();
+Scenario rank_speed();
+Scenario scale_out();
 
 /// All of the above, in this order.
 std::vector<Scenario> builtin();

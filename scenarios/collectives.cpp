@@ -34,19 +34,19 @@ TimeNs RingCost::allreduce_ns(std::int64_t bytes) const {
   return static_cast<TimeNs>(std::llround(ns));
 }
 
-std::optional<RingFit> fit_ring(const std::vector<MeasuredCollective>& samples, std::int64_t ranks) {
-  std::set<std::int64_t> sizes;
-  for (const auto& s : samples) sizes.insert(s.bytes);
-  if (ranks < 2 || sizes.size() < 2) return std::nullopt;
-  // Columns: 1 and the ring traffic in MB (scaled so that both columns have similar magnitudes).
+std::optional<RingFit> fit_latency_bandwidth(const std::vector<std::pair<double, TimeNs>>& samples) {
+  std::set<double> sizes;
+  for (const auto& s : samples) sizes.insert(s.first);
+  if (sizes.size() < 2) return std::nullopt;
+  // Columns: 1 and the traffic in MB (scaled so that both columns have similar magnitudes).
   const auto m = static_cast<Eigen::Index>(samples.size());
   Eigen::MatrixXd a(m, 2);
   Eigen::VectorXd y(m);
   for (Eigen::Index i = 0; i < m; ++i) {
-    const auto& s = samples[static_cast<std::size_t>(i)];
+    const auto& [traffic, duration] = samples[static_cast<std::size_t>(i)];
     a(i, 0) = 1;
-    a(i, 1) = ring_traffic_bytes(ranks, static_cast<double>(s.bytes)) / 1e6;
-    y(i) = static_cast<double>(s.duration_ns);
+    a(i, 1) = traffic / 1e6;
+    y(i) = static_cast<double>(duration);
   }
   const Eigen::Vector2d x = a.colPivHouseholderQr().solve(y);
   const double residual = (y - a * x).squaredNorm();
@@ -59,6 +59,13 @@ std::optional<RingFit> fit_ring(const std::vector<MeasuredCollective>& samples, 
   fit.samples = samples.size();
   fit.distinct_sizes = sizes.size();
   return fit;
+}
+
+std::optional<RingFit> fit_ring(const std::vector<MeasuredCollective>& samples, std::int64_t ranks) {
+  if (ranks < 2) return std::nullopt;
+  std::vector<std::pair<double, TimeNs>> traffic;
+  for (const auto& s : samples) traffic.emplace_back(ring_traffic_bytes(ranks, static_cast<double>(s.bytes)), s.duration_ns);
+  return fit_latency_bandwidth(traffic);
 }
 
 // --- the trace's own collectives ---

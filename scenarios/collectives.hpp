@@ -44,6 +44,10 @@ struct RingFit {
   std::size_t distinct_sizes = 0;
 };
 
+/// Fits duration = latency + ns_per_byte * traffic to (traffic bytes, duration) samples by least
+/// squares; nullopt with fewer than two distinct traffic sizes.
+std::optional<RingFit> fit_latency_bandwidth(const std::vector<std::pair<double, TimeNs>>& samples);
+
 /// Fits the ring model to measured collectives of `ranks` GPUs; nullopt when fewer than two
 /// distinct sizes (a line needs two points) or ranks < 2 (no traffic to fit).
 std::optional<RingFit> fit_ring(const std::vector<MeasuredCollective>& samples, std::int64_t ranks);

@@ -41,6 +41,8 @@ struct Unit {
   /// A CPU thread making only CUDA calls (NCCL watchdog, callbacks): simulated, but never the
   /// end of the critical path.
   bool background = false;
+  /// The rank whose trace the unit came from, in a multi-rank job graph (job.hpp); else kNone.
+  std::int64_t rank = kNone;
 };
 
 enum class TaskKind : std::uint8_t {
@@ -153,7 +155,8 @@ struct CpuRange {
   TimeNs end_ns = 0;
 };
 
-/// A collective the trace records on a CPU thread (`record_param_comms`): what it moved and when.
+/// A collective the trace records on a CPU thread (`record_param_comms`, completed by the
+/// `nccl:<op>` annotation inside it; or such an annotation alone): what it moved and when.
 struct CollectiveRecord {
   CollectiveInfo info;
   UnitId unit = 0;       ///< the CPU thread of the record
@@ -162,6 +165,7 @@ struct CollectiveRecord {
 };
 
 struct GraphStorage;  // the Boost.Graph adjacency list, private to lib/graph
+struct JobLayout;     // job.hpp
 
 /// The edges in compressed sparse-row form, for engines that sweep them many times: the
 /// successors of task t are entries [first[t], first[t + 1]). Computed once per edge structure
@@ -246,6 +250,9 @@ class Graph {
   /// The edges as flat arrays (see EdgeTable); thread-safe, cached until the structure changes.
   std::shared_ptr<const EdgeTable> edge_table() const;
   std::array<std::int64_t, kTaskKindCount> task_counts() const;
+  /// A hash of everything a simulation depends on (tasks, edges, units, iterations): equal
+  /// graphs have equal fingerprints, on every machine.
+  std::uint64_t fingerprint() const;
 
   /// Tasks in a topological order (ties by id). Throws Error naming a cycle if there is one.
   std::vector<TaskId> topological_order() const;
@@ -256,7 +263,7 @@ class Graph {
   /// The trace's CPU ranges, by thread and start (shared by copies; never changed by transforms).
   const std::vector<CpuRange>& ranges() const;
   void set_ranges(std::vector<CpuRange> ranges);
-  /// The trace's collective records, in trace order (shared by copies; never changed by transforms).
+  /// The trace's collective records, by start (shared by copies; never changed by transforms).
   const std::vector<CollectiveRecord>& collectives() const;
   void set_collectives(std::vector<CollectiveRecord> collectives);
   std::vector<Iteration>& iterations() { return iterations_; }
@@ -270,6 +277,13 @@ class Graph {
   std::string source_path;
   /// Ranks of the job (`distributedInfo.world_size`), or kNone.
   std::int64_t world_size = kNone;
+  /// This trace's rank (`distributedInfo.rank`), or kNone; kNone in a merged job graph.
+  std::int64_t rank = kNone;
+
+  /// The ranks and matched collectives of a multi-rank job graph (job.hpp); null for the graph
+  /// of one trace. Shared by copies; scenarios that add ranks install a new one.
+  const JobLayout* job() const { return job_.get(); }
+  void set_job(JobLayout job);
 
  private:
   void check_live(TaskId id, std::string_view what) const;
@@ -294,6 +308,7 @@ class Graph {
   std::vector<Iteration> iterations_;
   std::shared_ptr<const std::vector<CpuRange>> ranges_;
   std::shared_ptr<const std::vector<CollectiveRecord>> collectives_;
+  std::shared_ptr<const JobLayout> job_;
   Calibration calibration_;
   ImportReport report_;
   std::size_t removed_count_ = 0;

@@ -52,6 +52,7 @@ PathBreakdown break_down_critical_path(const Graph& graph, const SimulationResul
                                        TimeNs from_ns = std::numeric_limits<TimeNs>::min(),
                                        TimeNs to_ns = std::numeric_limits<TimeNs>::max());
 
+/// One iteration; for a multi-rank job graph (job.hpp), the job's: the slowest rank's time.
 struct IterationPrediction {
   std::string name;
   TimeNs measured_ns = 0;   ///< from the trace
@@ -92,7 +93,9 @@ class Predictor {
  private:
   Graph base_;
   SimulationResult baseline_;
+  /// Per (job) iteration: baseline time; for a job graph the slowest rank's (job_iteration_groups).
   std::vector<TimeNs> baseline_iterations_;
+  std::vector<IterationPrediction> measured_;  ///< name and measured time per (job) iteration
 };
 
 struct SweepOptions {

@@ -84,6 +84,9 @@ struct CollectiveInfo {
   std::int64_t group_size = kNone;
   std::string dtype;
   std::string process_group;
+  /// From an `nccl:<op>` annotation (name, shape and type of its input) rather than a
+  /// `record_param_comms` event; build_graph folds it into the record around it.
+  bool from_annotation = false;
 };
 
 /// A flow arrow of the Chrome trace format (`ac2g`/`async` launch flows, `fwdbwd` links).

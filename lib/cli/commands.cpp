@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 
 #include "daydream/error.hpp"
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
+#include "daydream/job.hpp"
 #include "daydream/layers.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/replay.hpp"
@@ -37,6 +39,44 @@ void print_replay_table(const ReplayReport& r) {
   for (std::size_t k = 0; k < kTaskKindCount; ++k)
     if (cp.time_by_kind_ns[k] > 0) fmt::print(" {} {} ms,", to_string(static_cast<TaskKind>(k)), format_ms(cp.time_by_kind_ns[k]));
   fmt::print(" waiting {} ms\n", format_ms(cp.waiting_ns));
+}
+
+std::string rank_text(std::int64_t rank) { return rank == kNone ? "-" : fmt::format("rank {}", rank); }
+
+void print_job_iterations(const JobReport& r) {
+  fmt::print("job: {} ranks traced of {}; largest clock offset {} ms\n\n{:<20} {:>22} {:>22} {:>9}\n",
+             r.ranks.size(), r.world_size, format_ms(r.max_clock_skew_ns), "job iteration", "measured ms (slowest)",
+             "simulated ms (slowest)", "error");
+  for (const auto& it : r.iterations)
+    fmt::print("{:<20} {:>12} {:>9} {:>12} {:>9} {:>9}\n", it.name, format_ms(it.measured_ns),
+               rank_text(it.measured_slowest_rank), format_ms(it.simulated_ns), rank_text(it.simulated_slowest_rank),
+               percent(it.error()));
+}
+
+void print_job_ranks(const JobReport& r) {
+  fmt::print("\n{:<6} {:>10} {:>12} {:>12} {:>9} {:>10} {:>12} {:>6} {:>10}  trace\n", "rank", "offset ms",
+             "measured ms", "simulated ms", "error", "waited ms", "held back ms", "last", "path ms");
+  for (const auto& rank : r.ranks)
+    for (const auto& it : rank.iterations)
+      fmt::print("{:<6} {:>10} {:>12} {:>12} {:>9} {:>10} {:>12} {:>6} {:>10}  {}\n", rank.rank,
+                 format_ms(rank.clock_offset_ns), format_ms(it.measured_ns), format_ms(it.simulated_ns),
+                 percent(it.error()), format_ms(rank.waited_ns), format_ms(rank.held_back_ns), rank.last_arrivals,
+                 format_ms(rank.critical_path_ns), rank.trace);
+}
+
+void print_job_collectives(const JobReport& r) {
+  fmt::print("\n{:<28} {:>12} {:>9} {:>10} {:>12} {:>9}\n", "collective (group)", "bytes", "last", "wait ms",
+             "transfer ms", "critical");
+  for (const auto& c : r.collectives)
+    fmt::print("{:<28} {:>12} {:>9} {:>10} {:>12} {:>9}\n", fmt::format("{} #{} ({})", c.name, c.sequence, c.group),
+               c.bytes == kNone ? std::string("?") : std::to_string(c.bytes), rank_text(c.last_rank),
+               format_ms(c.wait_ns), format_ms(c.transfer_ns), c.on_critical_path ? "yes" : "");
+  if (r.straggler != kNone) {
+    const auto& s = *std::find_if(r.ranks.begin(), r.ranks.end(), [&](const auto& x) { return x.rank == r.straggler; });
+    fmt::print("\nstraggler: rank {} (the others waited {} ms for it, last at {} collectives); critical path {} ms\n",
+               s.rank, format_ms(s.held_back_ns), s.last_arrivals, format_ms(r.critical_path_ns));
+  }
+  for (const auto& warning : r.warnings) fmt::print("warning: {}\n", warning);
 }
 
 void print_stats_table(const GraphStats& s) {
@@ -187,8 +227,18 @@ std::string scenarios_json() {
 
 }  // namespace
 
-Graph load_graph(const std::string& trace, const std::string& layer_file) {
-  Graph graph = build_graph(load_trace(trace));
+std::string CommonOptions::label() const {
+  std::string joined;
+  for (const auto& t : traces) joined += (joined.empty() ? "" : ",") + t;
+  return joined;
+}
+
+bool is_job_input(const std::vector<std::string>& traces) {
+  return traces.size() > 1 || (traces.size() == 1 && std::filesystem::is_directory(traces.front()));
+}
+
+Graph load_graph(const std::vector<std::string>& traces, const std::string& layer_file) {
+  Graph graph = is_job_input(traces) ? load_job({traces.begin(), traces.end()}) : build_graph(load_trace(traces.front()));
   if (!layer_file.empty()) apply_layer_file(graph, layer_file);
   return graph;
 }
@@ -205,7 +255,7 @@ std::string share_text(std::int64_t part, std::int64_t whole) {
 
 int run_predict(const PredictOptions& options) {
   const ScenarioSpec spec = single_spec(options.scenario);  // a bad spec fails before the trace is read
-  const Predictor predictor(load_graph(options.common.trace, options.layer_file));
+  const Predictor predictor(load_graph(options.common.traces, options.layer_file));
   Prediction prediction;
   if (options.perfetto_file.empty()) {
     prediction = predictor.predict(spec);
@@ -218,8 +268,8 @@ int run_predict(const PredictOptions& options) {
     fmt::print(stderr, "wrote the baseline and predicted timelines to {} (open it in https://ui.perfetto.dev)\n",
                options.perfetto_file);
   }
-  if (options.common.json) std::cout << to_json(prediction, options.common.trace);
-  else print_prediction_table(prediction, options.common.trace);
+  if (options.common.json) std::cout << to_json(prediction, options.common.label());
+  else print_prediction_table(prediction, options.common.label());
   return 0;
 }
 
@@ -237,7 +287,7 @@ int run_scenarios(bool json) {
 }
 
 int run_layers(const LayerOptions& options) {
-  Graph graph = build_graph(load_trace(options.common.trace));
+  Graph graph = build_graph(load_trace(options.common.trace()));
   if (!options.layer_file.empty()) apply_layer_file(graph, options.layer_file);
   const LayerReport report = make_layer_report(graph, options.depth);
   if (options.common.json) std::cout << to_json(report);
@@ -245,8 +295,22 @@ int run_layers(const LayerOptions& options) {
   return 0;
 }
 
+int run_job_replay(const CommonOptions& options) {
+  const Graph job = load_job({options.traces.begin(), options.traces.end()});
+  const JobReport report = make_job_report(job, simulate(job));
+  if (options.json) {
+    std::cout << to_json(report);
+    return 0;
+  }
+  print_job_iterations(report);
+  print_job_ranks(report);
+  print_job_collectives(report);
+  return 0;
+}
+
 int run_replay(const CommonOptions& options) {
-  const Graph graph = build_graph(load_trace(options.trace));
+  if (is_job_input(options.traces)) return run_job_replay(options);
+  const Graph graph = build_graph(load_trace(options.trace()));
   const ReplayReport report = make_replay_report(graph, simulate(graph));
   if (options.json) std::cout << to_json(report);
   else print_replay_table(report);
@@ -254,7 +318,7 @@ int run_replay(const CommonOptions& options) {
 }
 
 int run_stats(const CommonOptions& options) {
-  const Trace trace = load_trace(options.trace);
+  const Trace trace = load_trace(options.trace());
   const GraphStats stats = make_stats(trace, build_graph(trace));
   if (options.json) std::cout << to_json(stats);
   else print_stats_table(stats);

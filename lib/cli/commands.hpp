@@ -11,8 +11,13 @@
 namespace daydream::cli {
 
 struct CommonOptions {
-  std::string trace;
+  /// One trace file; replay, predict and sweep also take the traces (or directories) of every
+  /// rank of a job.
+  std::vector<std::string> traces;
   bool json = false;
+  const std::string& trace() const { return traces.front(); }
+  /// The traces as one label ("a.json,b.json") for reports.
+  std::string label() const;
 };
 
 int run_replay(const CommonOptions& options);
@@ -50,8 +55,11 @@ int run_scenarios(bool json);
 
 // Shared by the commands (commands.cpp, sweep_table.cpp).
 
-/// Loads and builds the trace's graph, then applies the layer file if one is given.
-Graph load_graph(const std::string& trace, const std::string& layer_file);
+/// Loads and builds the trace's graph (a job graph for several traces or a directory), then
+/// applies the layer file if one is given.
+Graph load_graph(const std::vector<std::string>& traces, const std::string& layer_file);
+/// Whether the inputs name a multi-rank job (several files, or a directory).
+bool is_job_input(const std::vector<std::string>& traces);
 /// Checks a spec against its scenario (name, parameters, ranges) before any trace is loaded;
 /// throws Error with the library's message (it lists the valid names or parameters).
 void check_spec(const ScenarioSpec& spec);

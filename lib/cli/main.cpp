@@ -10,14 +10,23 @@
 namespace {
 
 void add_trace_options(CLI::App& command, daydream::cli::CommonOptions& options) {
-  command.add_option("TRACE", options.trace, "Trace file: Kineto JSON (.json or .json.gz)")->required();
+  command.add_option("TRACE", options.traces, "Trace file: Kineto JSON (.json or .json.gz)")->required()->expected(1);
+  command.add_flag("--json", options.json, "Print one JSON object instead of a table");
+}
+
+/// replay, predict and sweep also take every rank of a multi-rank job.
+void add_job_trace_options(CLI::App& command, daydream::cli::CommonOptions& options) {
+  command.add_option("TRACE", options.traces,
+                     "Trace file (Kineto JSON, .json or .json.gz); or the traces of every rank of one job, as files "
+                     "or a directory")
+      ->required()->expected(1, -1);
   command.add_flag("--json", options.json, "Print one JSON object instead of a table");
 }
 
 CLI::App* add_predict_command(CLI::App& app, daydream::cli::PredictOptions& options) {
   auto* predict = app.add_subcommand("predict", "Predict one scenario: per-iteration baseline vs predicted time, the "
                                                 "critical path by category and layer, and the scenario's notes");
-  add_trace_options(*predict, options.common);
+  add_job_trace_options(*predict, options.common);
   predict->add_option("--scenario", options.scenario,
                       "Scenario: name or name:key=value,... (`daydream scenarios` lists them)")->required();
   predict->add_option("--perfetto", options.perfetto_file,
@@ -29,7 +38,7 @@ CLI::App* add_predict_command(CLI::App& app, daydream::cli::PredictOptions& opti
 CLI::App* add_sweep_command(CLI::App& app, daydream::cli::SweepCommandOptions& options) {
   auto* sweep = app.add_subcommand("sweep", "Predict many scenarios (grids: key=a|b) in parallel from one trace; one "
                                             "row per scenario, after the baseline");
-  add_trace_options(*sweep, options.common);
+  add_job_trace_options(*sweep, options.common);
   // One value per occurrence, so that `--scenario a TRACE` does not take TRACE as a second spec.
   sweep->add_option("--scenario", options.scenarios, "Scenario spec, grids allowed (repeat for more)")
       ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -50,8 +59,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "daydream " DAYDREAM_VERSION);
   daydream::cli::CommonOptions replay_options, stats_options;
-  auto* replay = app.add_subcommand("replay", "Measured vs simulated time of each iteration (ProfilerStep) and the GPU span");
-  add_trace_options(*replay, replay_options);
+  auto* replay = app.add_subcommand("replay", "Measured vs simulated time of each iteration (ProfilerStep) and the GPU span; for "
+                                             "several ranks, per rank and for the job, with the straggler report");
+  add_job_trace_options(*replay, replay_options);
   auto* stats = app.add_subcommand("stats", "Task counts by kind, edge counts by type, calibration and the import report");
   add_trace_options(*stats, stats_options);
   daydream::cli::LayerOptions layer_options;

@@ -156,7 +156,7 @@ std::string sweep_json(const std::string& trace, const Prediction& baseline, con
 
 int run_sweep(const SweepCommandOptions& options) {
   std::vector<ScenarioSpec> specs = collect_specs(options);  // bad specs fail before the trace is read
-  const Predictor predictor(load_graph(options.common.trace, options.layer_file));
+  const Predictor predictor(load_graph(options.common.traces, options.layer_file));
   Progress progress(!options.quiet);
   SweepOptions sweep_options;
   sweep_options.threads = options.threads;
@@ -167,8 +167,8 @@ int run_sweep(const SweepCommandOptions& options) {
   const Prediction baseline = predictor.compare(std::string(kBaseline), predictor.base(), predictor.baseline());
 
   if (options.csv) print_csv(baseline, rows);
-  else if (options.common.json) std::cout << sweep_json(options.common.trace, baseline, rows);
-  else print_table(options.common.trace, baseline, rows);
+  else if (options.common.json) std::cout << sweep_json(options.common.label(), baseline, rows);
+  else print_table(options.common.label(), baseline, rows);
 
   std::size_t failed = 0;
   for (const auto& row : rows) failed += row.prediction ? 0 : 1;

@@ -1,6 +1,8 @@
 // build_graph(): Trace -> dependency graph, stage by stage (see docs/graph.md).
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <tuple>
 
 #include "daydream/error.hpp"
 #include "graph/build_context.hpp"
@@ -53,7 +55,39 @@ void index_events(BuildContext& ctx) {
 
 namespace {
 
-// The record_param_comms records on threads that have tasks, for scenarios that cost collectives.
+/// Fills what a record_param_comms record lacks (older PyTorch: name and size) from an
+/// `nccl:<op>` annotation it contains on its thread.
+void complete_record(CollectiveRecord& record, const CollectiveRecord& annotation) {
+  if (record.info.name.empty()) record.info.name = annotation.info.name;
+  if (record.info.in_elements == kNone) record.info.in_elements = annotation.info.in_elements;
+  if (record.info.dtype.empty()) record.info.dtype = annotation.info.dtype;
+}
+
+/// An annotation inside a record completes it and is dropped; one outside any record stands
+/// for its collective itself. Records are by thread and start, so the enclosing record of an
+/// annotation is the latest earlier-starting record on its thread.
+std::vector<CollectiveRecord> fold_annotations(std::vector<CollectiveRecord> all) {
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.unit, a.start_ns) < std::tie(b.unit, b.start_ns);
+  });
+  std::vector<CollectiveRecord> kept;
+  std::optional<std::size_t> open;  // index in `kept` of the last record_param_comms
+  for (auto& record : all) {
+    if (open && kept[*open].unit != record.unit) open.reset();
+    if (!record.info.from_annotation) {
+      open = kept.size();
+      kept.push_back(std::move(record));
+      continue;
+    }
+    CollectiveRecord* outer = open ? &kept[*open] : nullptr;
+    if (outer && outer->end_ns >= record.end_ns) complete_record(*outer, record);
+    else kept.push_back(std::move(record));
+  }
+  std::stable_sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  return kept;
+}
+
+// The collectives recorded on threads that have tasks, for scenarios that cost collectives.
 void keep_collectives(BuildContext& ctx) {
   std::vector<CollectiveRecord> records;
   for (const TraceEvent& e : ctx.trace.events) {
@@ -63,8 +97,9 @@ void keep_collectives(BuildContext& ctx) {
     records.push_back({ctx.trace.collectives[static_cast<std::size_t>(e.collective)], unit, ctx.rel(e.start_ns),
                        ctx.rel(e.end_ns())});
   }
-  ctx.graph.set_collectives(std::move(records));
+  ctx.graph.set_collectives(fold_annotations(std::move(records)));
   ctx.graph.world_size = ctx.trace.metadata.world_size;
+  ctx.graph.rank = ctx.trace.metadata.rank;
 }
 
 }  // namespace

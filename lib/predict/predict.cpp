@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/text.hpp"
+#include "daydream/job.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/replay.hpp"
 #include "report/json_writer.hpp"
@@ -25,6 +26,18 @@ std::vector<TimeNs> iteration_times(const Graph& graph, const SimulationResult& 
     previous_end[unit] = span.end_ns;
   }
   return times;
+}
+
+/// Per job iteration (job_iteration_groups): its slowest rank's time, -1 when no rank has it.
+/// For the graph of one trace, the iteration times themselves.
+std::vector<TimeNs> job_times(const Graph& graph, const std::vector<TimeNs>& times) {
+  std::vector<TimeNs> slowest;
+  for (const auto& group : job_iteration_groups(graph)) {
+    TimeNs worst = -1;
+    for (std::size_t i : group) worst = std::max(worst, times[i]);
+    slowest.push_back(worst);
+  }
+  return slowest;
 }
 
 TimeNs median_or(std::vector<TimeNs> values, TimeNs fallback) {
@@ -52,7 +65,12 @@ double Prediction::speedup() const {
 }
 
 Predictor::Predictor(Graph base) : base_(std::move(base)), baseline_(simulate(base_)) {
-  baseline_iterations_ = iteration_times(base_, baseline_);
+  baseline_iterations_ = job_times(base_, iteration_times(base_, baseline_));
+  for (const auto& group : job_iteration_groups(base_)) {
+    IterationPrediction measured{base_.iterations()[group.front()].name, 0, 0, 0};
+    for (std::size_t i : group) measured.measured_ns = std::max(measured.measured_ns, base_.iterations()[i].measured_ns);
+    measured_.push_back(std::move(measured));
+  }
 }
 
 TimeNs Predictor::baseline_median_ns() const { return median_or(baseline_iterations_, baseline_.makespan_ns); }
@@ -75,11 +93,10 @@ Prediction Predictor::predict(const ScenarioSpec& spec, Graph& changed, Simulati
 Prediction Predictor::compare(std::string label, const Graph& changed, const SimulationResult& result) const {
   Prediction p;
   p.scenario = std::move(label);
-  const std::vector<TimeNs> predicted = iteration_times(changed, result);
-  for (std::size_t i = 0; i < base_.iterations().size(); ++i) {
+  const std::vector<TimeNs> predicted = job_times(changed, iteration_times(changed, result));
+  for (std::size_t i = 0; i < measured_.size(); ++i) {
     if (baseline_iterations_[i] < 0 || i >= predicted.size() || predicted[i] < 0) continue;
-    const Iteration& it = base_.iterations()[i];
-    p.iterations.push_back({it.name, it.measured_ns, baseline_iterations_[i], predicted[i]});
+    p.iterations.push_back({measured_[i].name, measured_[i].measured_ns, baseline_iterations_[i], predicted[i]});
   }
   p.baseline_total_ns = baseline_.makespan_ns;
   p.predicted_total_ns = result.makespan_ns;

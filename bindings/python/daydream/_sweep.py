@@ -3,12 +3,20 @@
 The library's scenarios (specs such as "ddp:machines=2|4,bandwidth=10Gbps", grids expanded) run
 in C++ on a pool of threads without the GIL; (name, callable) scenarios then run here, one at a
 time, each on its own copy of the graph. The baseline is simulated once per call.
+
+With an executor (concurrent.futures-style: a process pool, Dask's client.get_executor(), ...)
+each spec is one submitted task instead: the task carries only the trace files, the layer file,
+the graph's fingerprint and the spec, and the worker rebuilds the graph from the files (once per
+process), checks the fingerprint and returns the row as plain values. Callables still run here.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 import math
 import sys
+import threading
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
 from . import _core
@@ -28,7 +36,8 @@ class _Row(NamedTuple):
 
 
 def sweep(graph: _core.Graph, scenarios: Iterable[ScenarioItem], *, threads: Optional[int] = None,
-          progress: Union[bool, ProgressCallback, None] = False) -> "pandas.DataFrame":  # noqa: F821
+          progress: Union[bool, ProgressCallback, None] = False,
+          executor: Any = None) -> "pandas.DataFrame":  # noqa: F821
     """Predicts every scenario against `graph` and returns one row per scenario, in input order.
 
     `scenarios` holds specs ("amp", "faster_gpu:factor=2|4": a value may list alternatives with
@@ -42,11 +51,20 @@ def sweep(graph: _core.Graph, scenarios: Iterable[ScenarioItem], *, threads: Opt
 
     threads: worker threads for the specs (None: all cores); results do not depend on it.
     progress: True prints "sweep: done/total" to stderr; a callable gets (done, total).
+    executor: None (the specs run on this process's threads), or any object whose
+    submit(fn, *args) returns a future with result(): concurrent.futures' thread and process
+    pools, Dask's client.get_executor(), ... Each spec becomes one task that rebuilds the graph
+    from graph.sources (the trace files must be readable there) and the rows are the same as
+    without an executor. The graph must be as daydream.load() made it (ValueError otherwise, and
+    for a graph not loaded from files, or with threads= also given). Callables are not sent: they
+    run here, on copies, while the executor works.
     Bad specs (unknown scenario or parameter, value out of range) raise daydream.Error before
     anything runs.
     """
     plan = _plan(scenarios)
     report = _progress_reporter(progress, len(plan))
+    if executor is not None:
+        return _sweep_on_executor(executor, graph, plan, threads, report)
     predictor = _core._Predictor(graph)
     specs = [row.scenario for row in plan if row.change is None]
     outcomes = iter(predictor.sweep(specs, _thread_count(threads), _relay(report, len(plan))))
@@ -54,13 +72,14 @@ def sweep(graph: _core.Graph, scenarios: Iterable[ScenarioItem], *, threads: Opt
     results = []
     for row in plan:
         if row.change is None:
-            results.append(next(outcomes))
+            prediction, error = next(outcomes)
+            results.append((_measures(prediction, predictor.baseline_ms), error))
             continue
         results.append(_run_callable(predictor, graph, row))
         done += 1
         if report:
             report(done, len(plan))
-    return _frame(plan, results, predictor.baseline_ms)
+    return _frame(plan, results)
 
 
 def _plan(scenarios: Iterable[ScenarioItem]) -> list[_Row]:
@@ -107,17 +126,140 @@ def _relay(report: Optional[ProgressCallback], total: int) -> Optional[ProgressC
 
 
 def _run_callable(predictor, graph: _core.Graph, row: _Row):
+    """(measures, error) of a (name, callable) row, run on a copy of the graph."""
     changed = graph.copy()
     try:
         row.change(changed)
-        return predictor.evaluate(row.scenario, changed), None
+        return _measures(predictor.evaluate(row.scenario, changed), predictor.baseline_ms), None
     except Exception as error:  # noqa: BLE001 - one failing scenario does not stop the sweep
         if isinstance(error, _core.Error):
-            return None, str(error)
-        return None, f"{type(error).__name__}: {error}"
+            return _measures(None, predictor.baseline_ms), str(error)
+        return _measures(None, predictor.baseline_ms), f"{type(error).__name__}: {error}"
 
 
-def _frame(plan: list[_Row], results: list, baseline_ms: float):
+# --- executor sweeps ---
+
+class _Origin(NamedTuple):
+    """What a worker needs to rebuild the caller's graph, as plain picklable values."""
+
+    sources: tuple
+    layers: Optional[str]
+    fingerprint: int
+
+
+def _sweep_on_executor(executor, graph: _core.Graph, plan: list[_Row], threads,
+                       report: Optional[ProgressCallback]):
+    """Submits every spec row, runs the callables here meanwhile, then gathers in input order."""
+    origin = _origin_for_executor(executor, graph, threads)
+    futures = {index: executor.submit(_predict_in_worker, *origin, row.scenario)
+               for index, row in enumerate(plan) if row.change is None}
+    results: list = [None] * len(plan)
+    try:
+        done = _run_callables_here(graph, plan, results, report)
+        _gather(futures, results, done, len(plan), report)
+    except BaseException:
+        for future in futures.values():
+            cancel = getattr(future, "cancel", None)  # best effort: a cluster stops work nobody will read
+            if cancel:
+                cancel()
+        raise
+    return _frame(plan, results)
+
+
+def _origin_for_executor(executor, graph: _core.Graph, threads) -> _Origin:
+    """Checks, before anything is submitted, that workers can rebuild this very graph."""
+    if threads is not None:
+        raise ValueError("sweep: give threads= or executor=, not both (the executor decides the parallelism)")
+    if not callable(getattr(executor, "submit", None)):
+        raise TypeError(f"sweep: executor must have submit(fn, *args) -> future, got {executor!r}")
+    if not graph.sources:
+        raise ValueError("sweep: executor= needs a graph made by daydream.load(): workers rebuild it from "
+                         "its trace files, and this graph has none (pass no executor)")
+    fingerprint = graph.fingerprint()
+    if fingerprint != graph._loaded_fingerprint:
+        raise ValueError(f"sweep: the graph was changed after it was loaded from {_files(graph.sources)}; "
+                         "executor sweeps rebuild it from the trace files, so sweep the graph as loaded "
+                         "(and give your changes as (name, callable) scenarios), or pass no executor")
+    return _Origin(tuple(graph.sources), graph.layer_file, fingerprint)
+
+
+def _run_callables_here(graph: _core.Graph, plan: list[_Row], results: list,
+                        report: Optional[ProgressCallback]) -> int:
+    """Fills the callable rows of `results`; returns how many rows are done."""
+    indexes = [index for index, row in enumerate(plan) if row.change is not None]
+    if not indexes:
+        return 0
+    predictor = _core._Predictor(graph)
+    for done, index in enumerate(indexes, start=1):
+        results[index] = _run_callable(predictor, graph, plan[index])
+        if report:
+            report(done, len(plan))
+    return len(indexes)
+
+
+def _gather(futures: dict, results: list, done: int, total: int, report: Optional[ProgressCallback]) -> None:
+    """Waits for the spec rows; progress counts completions (in completion order when the
+    futures are concurrent.futures ones, else in input order)."""
+    pending = list(futures.values())
+    if report and pending and all(isinstance(f, concurrent.futures.Future) for f in pending):
+        for future in concurrent.futures.as_completed(pending):
+            future.result()  # the first failure raises now, not after every other row
+            done += 1
+            report(done, total)
+        report = None
+    for index, future in futures.items():
+        row = future.result()
+        results[index] = ({column: row[column] for column in _MEASURES}, row["error"])
+        if report:
+            done += 1
+            report(done, total)
+
+
+def _files(sources) -> str:
+    return ", ".join(sources)
+
+
+# The worker side: module-level, so that process and cluster executors can pickle a reference.
+
+_LOAD_LOCK = threading.Lock()  # a thread pool's workers share one load per graph
+
+
+def _predict_in_worker(sources: tuple, layers: Optional[str], fingerprint: int, spec: str) -> dict:
+    """One spec against the graph rebuilt from `sources`: the row's measures and error, as plain
+    values. Raises daydream.Error when the rebuilt graph is not the caller's."""
+    predictor = _predictor_for(sources, layers, fingerprint)
+    [(prediction, error)] = predictor.sweep([spec], 1, None)  # one thread: the executor spreads the rows
+    row = _measures(prediction, predictor.baseline_ms)
+    row["error"] = error
+    return row
+
+
+def _predictor_for(sources: tuple, layers: Optional[str], fingerprint: int):
+    with _LOAD_LOCK:
+        loaded_fingerprint, predictor = _load_for_worker(sources, layers)
+        if loaded_fingerprint != fingerprint:  # the files may have been rewritten since they were cached
+            _load_for_worker.cache_clear()
+            loaded_fingerprint, predictor = _load_for_worker(sources, layers)
+    if loaded_fingerprint != fingerprint:
+        raise _core.Error(
+            f"sweep: the graph rebuilt from {_files(sources)} on this worker (fingerprint {loaded_fingerprint:#018x}) "
+            f"is not the caller's ({fingerprint:#018x}): the graph was changed after it was loaded, or the files "
+            "(or the daydream version) differ here. Executor sweeps rebuild the graph from the trace files, so "
+            "sweep a graph loaded from files, or pass no executor")
+    return predictor
+
+
+@functools.lru_cache(maxsize=4)
+def _load_for_worker(sources: tuple, layers: Optional[str]):
+    """(fingerprint, predictor) of the graph in these files; the baseline is simulated once per process."""
+    from . import load  # the package's load, which knows every form of `sources`
+
+    graph = load(sources[0] if len(sources) == 1 else list(sources), layers)
+    return graph.fingerprint(), _core._Predictor(graph)
+
+
+def _frame(plan: list[_Row], results: list):
+    """The DataFrame of the rows; results holds (measures, error) per row (see _measures)."""
     try:
         import pandas
     except ImportError as error:
@@ -126,8 +268,8 @@ def _frame(plan: list[_Row], results: list, baseline_ms: float):
 
     params = _parameter_columns(plan)
     records = []
-    for row, (prediction, error) in zip(plan, results):
-        record = _measures(prediction, baseline_ms)
+    for row, (measures, error) in zip(plan, results):
+        record = dict(measures)
         record["scenario"], record["error"] = row.scenario, error
         given = dict(row.args)
         record.update({column: given.get(name) for name, column in params.items()})
@@ -147,7 +289,11 @@ def _parameter_columns(plan: list[_Row]) -> dict[str, str]:
     return columns
 
 
+_MEASURES = ("baseline_ms", "predicted_ms", "speedup", "dominant", "dominant_share")
+
+
 def _measures(prediction, baseline_ms: float) -> dict:
+    """The row's columns _MEASURES, as plain floats and str (picklable: workers return them)."""
     if prediction is None:
         nan = math.nan
         return {"baseline_ms": baseline_ms, "predicted_ms": nan, "speedup": nan, "dominant": None,

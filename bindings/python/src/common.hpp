@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -21,10 +22,23 @@ namespace py = pybind11;
 
 /// A graph plus the lock that lets simulations run without the GIL: a simulation holds it
 /// shared (after releasing the GIL), every change holds it exclusively (with the GIL).
+/// A graph made by daydream.load() also remembers where it came from, so that distributed sweeps
+/// can rebuild it on other processes or machines (see daydream/_sweep.py).
 struct GraphBox {
   explicit GraphBox(Graph g) : graph(std::move(g)) {}
+  /// A deep copy of the graph that keeps its origin (trace files, layer file, load-time fingerprint).
+  std::shared_ptr<GraphBox> copy() const {
+    auto out = std::make_shared<GraphBox>(graph);
+    out->sources = sources;
+    out->layers = layers;
+    out->loaded_fingerprint = loaded_fingerprint;
+    return out;
+  }
   Graph graph;
   mutable std::shared_mutex mutex;
+  std::vector<std::string> sources;  ///< absolute paths of the trace files, in load order; empty if not loaded
+  std::string layers;                ///< absolute path of the layer file, or empty
+  std::optional<std::uint64_t> loaded_fingerprint;  ///< graph.fingerprint() right after load
 };
 using GraphPtr = std::shared_ptr<GraphBox>;
 

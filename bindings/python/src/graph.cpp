@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <shared_mutex>
 #include <unordered_set>
 
 #include "common.hpp"
@@ -35,6 +36,14 @@ std::string task_repr(const TaskRef& ref) {
   return "<daydream.Task " + std::to_string(ref.id) + " " + std::string(to_string(t.kind)) + " \"" +
          std::string(g.name(ref.id)) + "\" on \"" + g.units()[t.unit].name + "\", " + std::to_string(t.duration_ns) +
          " ns" + (t.removed ? ", removed>" : ">");
+}
+
+/// Hashes without the GIL, under the graph's shared lock like a simulation (large graphs take a
+/// while: every task and edge is read).
+std::uint64_t fingerprint(const GraphPtr& box) {
+  py::gil_scoped_release release;
+  std::shared_lock lock(box->mutex);
+  return box->graph.fingerprint();
 }
 
 py::object tasks_frame(const GraphPtr& box) {
@@ -134,11 +143,23 @@ void init_graph(py::module_& m) {
            }, "Number of tasks of each kind, as {kind: count}.")
       .def("task", [](const GraphPtr& g, py::object id) { return TaskRef{g, task_id_in(*g, id)}; }, py::arg("id"),
            "The task with this id (IndexError when out of range).")
-      .def("copy", [](const GraphPtr& g) { return std::make_shared<GraphBox>(g->graph); },
-           "An independent deep copy: what-ifs change copies and keep the original.")
-      .def("__copy__", [](const GraphPtr& g) { return std::make_shared<GraphBox>(g->graph); }, "Same as copy().")
-      .def("__deepcopy__", [](const GraphPtr& g, py::object) { return std::make_shared<GraphBox>(g->graph); },
-           py::arg("memo"), "Same as copy().")
+      .def("copy", [](const GraphPtr& g) { return g->copy(); },
+           "An independent deep copy: what-ifs change copies and keep the original. The copy keeps sources and "
+           "layer_file.")
+      .def("__copy__", [](const GraphPtr& g) { return g->copy(); }, "Same as copy().")
+      .def("__deepcopy__", [](const GraphPtr& g, py::object) { return g->copy(); }, py::arg("memo"), "Same as copy().")
+      .def("fingerprint", &fingerprint,
+           "A 64-bit hash (int) of everything a simulation depends on: tasks, edges, units, iterations. Equal graphs "
+           "have equal fingerprints on every machine; any change to a duration or an edge changes it.")
+      .def_property_readonly("sources", [](const GraphPtr& g) { return py::tuple(py::cast(g->sources)); },
+                             "The trace files the graph was loaded from (absolute paths, in order), as a tuple of "
+                             "str; empty for a graph not made by daydream.load().")
+      .def_property_readonly("layer_file", [](const GraphPtr& g) {
+             return g->layers.empty() ? py::object(py::none()) : py::object(py::str(g->layers));
+           }, "The layer file given to daydream.load() (absolute path), or None.")
+      .def_property_readonly("_loaded_fingerprint", [](const GraphPtr& g) { return g->loaded_fingerprint; },
+                             "Internal: fingerprint() right after daydream.load(), or None; a graph changed since "
+                             "differs from it.")
       .def("tasks_frame", &tasks_frame,
            "A pandas DataFrame with one row per live task: id, name, kind, unit, duration_ns, recorded_start_ns, "
            "iteration, phase, layer, op. Needs pandas (ImportError otherwise).")

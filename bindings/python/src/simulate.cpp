@@ -9,6 +9,7 @@
 #include <shared_mutex>
 
 #include "common.hpp"
+#include "daydream/job.hpp"
 #include "daydream/replay.hpp"
 #include "daydream/transform.hpp"
 
@@ -80,7 +81,7 @@ std::shared_ptr<ResultData> run(const GraphPtr& box, py::handle schedule, std::s
       data->iteration_ns.push_back(it.simulated_ns);
       data->measured_iteration_ns.push_back(it.measured_ns);
     }
-    if (json) *json = to_json(report);
+    if (json) *json = box->graph.job() ? to_json(make_job_report(box->graph, data->result)) : to_json(report);
   }
   return data;
 }
@@ -190,7 +191,8 @@ void init_simulate(py::module_& m) {
              return py::module_::import("json").attr("loads")(json);
            }, py::arg("schedule") = py::none(),
            "Measured vs simulated time of each iteration and of the GPU span, units and critical path: the "
-           "dict that `daydream replay --json` prints.");
+           "dict that `daydream replay --json` prints; for a job graph (daydream.load([...])) the job's: "
+           "{\"job\": {\"iterations\": [...], \"straggler\": ..., \"collectives\": [...]}, \"ranks\": [...]}.");
 }
 
 }  // namespace daydream::python

@@ -28,6 +28,9 @@ struct RawEvent {
   std::string_view sync_kind, meta_name;
   std::string_view collective_name, dtype, process_group;
   std::int64_t in_elements = kNone, out_elements = kNone, group_size = kNone;
+  // `nccl:<op>` annotations of older PyTorch: the message shape and type ("Input Dims"/"Input type")
+  std::int64_t input_elements = kNone;
+  std::string_view input_type;
 };
 
 /// The categories daydream understands, legacy and modern names folded together.

@@ -274,7 +274,39 @@ class KinetoParser {
       else if (key == "Group size") raw.group_size = int_arg(v);
       else if (key == "dtype") raw.dtype = string_arg(v);
       else if (key == "Process Group Name") raw.process_group = string_arg(v);
+      else if (key == "Input Dims" && text::starts_with(raw.name, "nccl:")) raw.input_elements = first_shape_elements(v);
+      else if (key == "Input type" && text::starts_with(raw.name, "nccl:")) raw.input_type = first_string(v);
     }
+  }
+
+  /// Elements of the first shape of an "Input Dims" list ([[394241]] -> 394241), kNone when it
+  /// is not a list of integer lists.
+  static std::int64_t first_shape_elements(od::value value) {
+    od::array shapes;
+    if (value.get_array().get(shapes) != simdjson::SUCCESS) return kNone;
+    for (auto shape : shapes) {
+      od::array dims;
+      if (shape.get_array().get(dims) != simdjson::SUCCESS) return kNone;
+      std::int64_t elements = 1;
+      for (auto dim : dims) {
+        std::int64_t n = 0;
+        if (dim.get_int64().get(n) != simdjson::SUCCESS || n < 0) return kNone;
+        elements *= n;
+      }
+      return elements;
+    }
+    return kNone;
+  }
+
+  static std::string_view first_string(od::value value) {
+    od::array items;
+    if (value.get_array().get(items) != simdjson::SUCCESS) return {};
+    for (auto item : items) {
+      std::string_view s;
+      if (item.get_string().get(s) != simdjson::SUCCESS) return {};
+      return s;
+    }
+    return {};
   }
 
   // --- normalisation ---
@@ -320,6 +352,8 @@ class KinetoParser {
     event.lane = lane_of(event.kind, raw);
     if (event.kind == EventKind::cuda_sync) add_sync_fields(raw, event);
     if (raw.name == "record_param_comms") event.collective = add_collective(raw);
+    else if (category == Category::user_annotation && text::starts_with(raw.name, "nccl:"))
+      event.collective = add_annotated_collective(raw);
     if (*raw.dur == 0) count("zero_duration_events", Severity::info, "events with dur 0: kept, take no time");
     trace_.events.push_back(event);
   }
@@ -334,6 +368,16 @@ class KinetoParser {
   std::int32_t add_collective(const RawEvent& raw) {
     CollectiveInfo info{std::string(raw.collective_name), raw.in_elements, raw.out_elements, raw.group_size,
                         std::string(raw.dtype), std::string(raw.process_group)};
+    trace_.collectives.push_back(std::move(info));
+    return static_cast<std::int32_t>(trace_.collectives.size() - 1);
+  }
+
+  std::int32_t add_annotated_collective(const RawEvent& raw) {
+    CollectiveInfo info;
+    info.name = std::string(raw.name.substr(5));  // after "nccl:"
+    info.in_elements = raw.input_elements;
+    info.dtype = std::string(raw.input_type);
+    info.from_annotation = true;
     trace_.collectives.push_back(std::move(info));
     return static_cast<std::int32_t>(trace_.collectives.size() - 1);
   }

@@ -1,0 +1,139 @@
+// Graph::fingerprint(): a 64-bit FNV-1a hash of everything a simulation or a scenario reads.
+// Distributed sweeps compare it between the caller's graph and the graph a worker rebuilds from
+// the same trace files, so it must not depend on the machine: integers are fed little-endian at
+// a fixed width, strings by content (not by their index in the string table), floats never.
+#include <cstdint>
+#include <string_view>
+
+#include "daydream/graph.hpp"
+
+namespace daydream {
+namespace {
+
+/// FNV-1a over a byte stream (http://www.isthe.com/chongo/tech/comp/fnv/), 64-bit variant.
+class Fnv1a {
+ public:
+  void bytes(const unsigned char* data, std::size_t size) {
+    for (std::size_t i = 0; i < size; ++i) {
+      hash_ ^= data[i];
+      hash_ *= kPrime;
+    }
+  }
+
+  /// Any integer or enum, as 8 little-endian bytes whatever its width or the host's byte order.
+  template <typename Int>
+  void integer(Int value) {
+    const auto wide = static_cast<std::uint64_t>(static_cast<std::int64_t>(value));
+    unsigned char little_endian[8];
+    for (int i = 0; i < 8; ++i) little_endian[i] = static_cast<unsigned char>(wide >> (8 * i));
+    bytes(little_endian, sizeof little_endian);
+  }
+
+  /// Length first, so that ("ab", "c") and ("a", "bc") differ.
+  void text(std::string_view value) {
+    integer(value.size());
+    bytes(reinterpret_cast<const unsigned char*>(value.data()), value.size());
+  }
+
+  std::uint64_t value() const { return hash_; }
+
+ private:
+  static constexpr std::uint64_t kOffsetBasis = 14695981039346656037ull;
+  static constexpr std::uint64_t kPrime = 1099511628211ull;
+  std::uint64_t hash_ = kOffsetBasis;
+};
+
+void hash_units(Fnv1a& h, const Graph& graph) {
+  h.integer(graph.units().size());
+  for (const Unit& unit : graph.units()) {
+    h.integer(unit.kind);
+    h.text(unit.name);
+    h.integer(unit.background);
+  }
+}
+
+/// Removed tasks are included (with their flag): task ids stay dense, so they shift nothing.
+void hash_tasks(Fnv1a& h, const Graph& graph) {
+  h.integer(graph.num_tasks());
+  for (TaskId id = 0; id < graph.num_tasks(); ++id) {
+    const Task& task = graph.task(id);
+    h.integer(task.kind);
+    h.integer(task.unit);
+    h.text(graph.name(id));
+    h.integer(task.duration_ns);
+    h.integer(task.release_ns);
+    h.integer(task.iteration);
+    h.integer(task.removed);
+    h.integer(task.phase);
+    h.text(graph.string(task.layer));
+    h.text(graph.string(task.op_name));  // scenarios select by operator
+    h.integer(task.blocking);
+    h.integer(task.bytes);
+  }
+}
+
+/// In edges() order (by source task, then insertion order), which the simulator's tie-breaking
+/// follows, so the same edges added in another order give another fingerprint.
+void hash_edges(Fnv1a& h, const Graph& graph) {
+  const auto edges = graph.edges();
+  h.integer(edges.size());
+  for (const auto& record : edges) {
+    h.integer(record.from);
+    h.integer(record.to);
+    h.integer(record.edge.type);
+    h.integer(record.edge.timing);
+    h.integer(record.edge.delay_ns);
+  }
+}
+
+void hash_iterations(Fnv1a& h, const Graph& graph) {
+  h.integer(graph.iterations().size());
+  for (const Iteration& iteration : graph.iterations()) {
+    h.text(iteration.name);
+    h.integer(iteration.measured_ns);  // predictions report it beside the simulated time
+    h.integer(iteration.first_task);
+    h.integer(iteration.last_task);
+  }
+}
+
+/// What scenarios read besides tasks and edges: launch latencies for inserted tasks, CPU ranges
+/// for selections, collective records and the world size for communication what-ifs.
+void hash_trace_context(Fnv1a& h, const Graph& graph) {
+  const Calibration& calibration = graph.calibration();
+  for (TimeNs latency_ns : calibration.launch_latency_ns) h.integer(latency_ns);
+  h.integer(calibration.gpu_gap_ns);
+  h.integer(graph.world_size);
+  h.integer(graph.ranges().size());
+  for (const CpuRange& range : graph.ranges()) {
+    h.text(graph.string(range.name));
+    h.integer(range.unit);
+    h.integer(range.start_ns);
+    h.integer(range.end_ns);
+  }
+  h.integer(graph.collectives().size());
+  for (const CollectiveRecord& record : graph.collectives()) {
+    h.text(record.info.name);
+    h.integer(record.info.in_elements);
+    h.integer(record.info.out_elements);
+    h.integer(record.info.group_size);
+    h.text(record.info.dtype);
+    h.text(record.info.process_group);
+    h.integer(record.unit);
+    h.integer(record.start_ns);
+    h.integer(record.end_ns);
+  }
+}
+
+}  // namespace
+
+std::uint64_t Graph::fingerprint() const {
+  Fnv1a h;
+  hash_units(h, *this);
+  hash_tasks(h, *this);
+  hash_edges(h, *this);
+  hash_iterations(h, *this);
+  hash_trace_context(h, *this);
+  return h.value();
+}
+
+}  // namespace daydream

@@ -1,0 +1,184 @@
+// The job replay report: measured vs simulated per rank and for the job, who waited for whom
+// at each collective (straggler) and the critical path by rank; and its --json form.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_set>
+
+#include "common/text.hpp"
+#include "daydream/error.hpp"
+#include "daydream/job.hpp"
+#include "daydream/replay.hpp"
+#include "report/json_writer.hpp"
+
+namespace daydream {
+namespace {
+
+double relative_error(TimeNs simulated, TimeNs measured) {
+  if (measured == 0) return simulated == 0 ? 0.0 : NAN;
+  return static_cast<double>(simulated - measured) / static_cast<double>(measured);
+}
+
+std::int64_t rank_of(const Graph& graph, TaskId task) { return graph.units()[graph.task(task).unit].rank; }
+
+/// Per graph iteration: simulated span on its ProfilerStep thread, -1 when it has no task left.
+std::vector<TimeNs> simulated_spans(const Graph& graph, const SimulationResult& result) {
+  std::vector<TimeNs> spans(graph.iterations().size(), -1);
+  for (const IterationSpan& s : simulated_iteration_spans(graph, result)) spans[s.index] = s.end_ns - s.start_ns;
+  return spans;
+}
+
+void add_rank_iterations(const Graph& graph, const std::vector<TimeNs>& spans, JobReport& report) {
+  std::map<std::int64_t, std::size_t> index;  // rank -> position in report.ranks
+  for (std::size_t i = 0; i < report.ranks.size(); ++i) index[report.ranks[i].rank] = i;
+  for (std::size_t i = 0; i < graph.iterations().size(); ++i) {
+    const Iteration& it = graph.iterations()[i];
+    if (spans[i] < 0) continue;
+    const auto found = index.find(rank_of(graph, it.first_task));
+    if (found == index.end()) continue;
+    report.ranks[found->second].iterations.push_back({it.name, it.measured_ns, spans[i]});
+  }
+}
+
+/// Job iteration k: the slowest rank's k-th step, measured and simulated.
+void add_job_iterations(const Graph& graph, const std::vector<TimeNs>& spans, JobReport& report) {
+  for (const auto& group : job_iteration_groups(graph)) {
+    JobIterationTime job;
+    job.name = graph.iterations()[group.front()].name;
+    for (std::size_t i : group) {
+      if (spans[i] < 0) continue;
+      const Iteration& it = graph.iterations()[i];
+      const std::int64_t rank = rank_of(graph, it.first_task);
+      if (it.measured_ns > job.measured_ns) job.measured_ns = it.measured_ns, job.measured_slowest_rank = rank;
+      if (spans[i] > job.simulated_ns) job.simulated_ns = spans[i], job.simulated_slowest_rank = rank;
+    }
+    if (job.simulated_slowest_rank != kNone) report.iterations.push_back(std::move(job));
+  }
+}
+
+RankReport* find_rank(JobReport& report, std::int64_t rank) {
+  for (auto& r : report.ranks)
+    if (r.rank == rank) return &r;
+  return nullptr;
+}
+
+void add_collectives(const JobLayout& layout, const SimulationResult& result, JobReport& report) {
+  const std::unordered_set<TaskId> on_path(result.critical_path.begin(), result.critical_path.end());
+  for (std::size_t c = 0; c < layout.collectives.size(); ++c) {
+    const MatchedCollective& m = layout.collectives[c];
+    if (result.end_ns[m.barrier] < 0) continue;  // removed by a transformation
+    CollectiveTiming timing;
+    timing.index = c;
+    timing.group = m.process_group, timing.name = m.name, timing.sequence = m.sequence, timing.bytes = m.bytes;
+    TimeNs last_arrival = -1;
+    for (std::size_t i = 0; i < m.arrivals.size(); ++i) {
+      if (result.end_ns[m.arrivals[i]] > last_arrival) last_arrival = result.end_ns[m.arrivals[i]], timing.last_rank = m.ranks[i];
+    }
+    std::vector<TimeNs> transfers;
+    for (std::size_t i = 0; i < m.arrivals.size(); ++i) {
+      const TimeNs wait = last_arrival - result.end_ns[m.arrivals[i]];
+      timing.wait_ns += wait;
+      timing.max_wait_ns = std::max(timing.max_wait_ns, wait);
+      transfers.push_back(result.end_ns[m.transfers[i]] - result.start_ns[m.transfers[i]]);
+      if (RankReport* r = find_rank(report, m.ranks[i])) r->waited_ns += wait;
+    }
+    timing.transfer_ns = text::median(transfers);
+    timing.on_critical_path = on_path.count(m.barrier) > 0;
+    if (RankReport* last = find_rank(report, timing.last_rank); last && timing.wait_ns > 0) {
+      last->held_back_ns += timing.wait_ns;
+      ++last->last_arrivals;
+    }
+    report.collectives.push_back(timing);
+  }
+}
+
+void add_critical_path(const Graph& graph, const SimulationResult& result, JobReport& report) {
+  if (result.critical_path.empty()) return;
+  report.critical_path_ns = result.end_ns[result.critical_path.back()] - result.start_ns[result.critical_path.front()];
+  for (TaskId t : result.critical_path)
+    if (RankReport* r = find_rank(report, rank_of(graph, t))) r->critical_path_ns += result.end_ns[t] - result.start_ns[t];
+}
+
+}  // namespace
+
+double JobIterationTime::error() const { return relative_error(simulated_ns, measured_ns); }
+double RankIterationTime::error() const { return relative_error(simulated_ns, measured_ns); }
+
+JobReport make_job_report(const Graph& graph, const SimulationResult& result) {
+  const JobLayout* layout = graph.job();
+  if (!layout) throw Error(graph.source_path, Error::kNoEvent, "", "not a multi-rank job graph (load every rank's trace)");
+  JobReport report;
+  report.world_size = layout->world_size;
+  report.missing_ranks = layout->missing_ranks;
+  report.warnings = layout->warnings;
+  for (const RankInfo& r : layout->ranks) {
+    report.ranks.push_back({r.rank, r.trace, r.clock_offset_ns, {}, 0, 0, 0, 0});
+    report.max_clock_skew_ns = std::max(report.max_clock_skew_ns, std::abs(r.clock_offset_ns));
+  }
+  const std::vector<TimeNs> spans = simulated_spans(graph, result);
+  add_rank_iterations(graph, spans, report);
+  add_job_iterations(graph, spans, report);
+  add_collectives(*layout, result, report);
+  add_critical_path(graph, result, report);
+  TimeNs worst = 0;
+  for (const auto& r : report.ranks)
+    if (r.held_back_ns > worst) worst = r.held_back_ns, report.straggler = r.rank;
+  return report;
+}
+
+namespace {
+
+void write_iteration(JsonWriter& w, std::string_view name, TimeNs measured, TimeNs simulated, double error) {
+  w.key("name").value(name).key("measured_ms").milliseconds(measured).key("simulated_ms").milliseconds(simulated);
+  w.key("error").ratio(error);
+}
+
+void write_job(JsonWriter& w, const JobReport& r) {
+  w.key("job").begin_object().key("world_size").value(r.world_size);
+  w.key("partial").value(!r.missing_ranks.empty()).key("missing_ranks").begin_array();
+  for (auto rank : r.missing_ranks) w.value(rank);
+  w.end_array().key("iterations").begin_array();
+  for (const auto& it : r.iterations) {
+    w.begin_object();
+    write_iteration(w, it.name, it.measured_ns, it.simulated_ns, it.error());
+    w.key("measured_slowest_rank").value(it.measured_slowest_rank);
+    w.key("simulated_slowest_rank").value(it.simulated_slowest_rank).end_object();
+  }
+  w.end_array().key("straggler").value(r.straggler);
+  w.key("max_clock_skew_ms").milliseconds(r.max_clock_skew_ns);
+  w.key("critical_path_ms").milliseconds(r.critical_path_ns).key("collectives").begin_array();
+  for (const auto& c : r.collectives) {
+    w.begin_object().key("group").value(c.group).key("name").value(c.name).key("sequence").value(c.sequence);
+    w.key("bytes").value(c.bytes).key("last_rank").value(c.last_rank).key("wait_ms").milliseconds(c.wait_ns);
+    w.key("max_wait_ms").milliseconds(c.max_wait_ns).key("transfer_ms").milliseconds(c.transfer_ns);
+    w.key("on_critical_path").value(c.on_critical_path).end_object();
+  }
+  w.end_array().key("warnings").begin_array();
+  for (const auto& warning : r.warnings) w.value(warning);
+  w.end_array().end_object();
+}
+
+}  // namespace
+
+std::string to_json(const JobReport& r) {
+  JsonWriter w;
+  w.begin_object();
+  write_job(w, r);
+  w.key("ranks").begin_array();
+  for (const auto& rank : r.ranks) {
+    w.begin_object().key("rank").value(rank.rank).key("trace").value(rank.trace);
+    w.key("clock_offset_ms").milliseconds(rank.clock_offset_ns).key("iterations").begin_array();
+    for (const auto& it : rank.iterations) {
+      w.begin_object();
+      write_iteration(w, it.name, it.measured_ns, it.simulated_ns, it.error());
+      w.end_object();
+    }
+    w.end_array().key("waited_ms").milliseconds(rank.waited_ns).key("held_back_ms").milliseconds(rank.held_back_ns);
+    w.key("last_arrivals").value(rank.last_arrivals).key("critical_path_ms").milliseconds(rank.critical_path_ns);
+    w.end_object();
+  }
+  w.end_array();
+  return w.end_object().str();
+}
+
+}  // namespace daydream

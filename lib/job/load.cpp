@@ -1,0 +1,118 @@
+// load_job(): the trace files of a job (directories expanded), each loaded and built on a pool
+// of threads, then merged; plus the shared helpers of job graphs (traffic, iteration groups).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <map>
+#include <thread>
+
+#include "common/text.hpp"
+#include "daydream/error.hpp"
+#include "daydream/ingest.hpp"
+#include "daydream/job.hpp"
+#include "job/match.hpp"
+
+namespace daydream {
+namespace {
+
+bool is_trace_file(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  const auto ends_with = [&](std::string_view suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".json") || ends_with(".json.gz");
+}
+
+std::vector<std::filesystem::path> traces_in(const std::filesystem::path& directory) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::directory_iterator(directory))
+    if (entry.is_regular_file() && is_trace_file(entry.path())) found.push_back(entry.path());
+  std::sort(found.begin(), found.end());
+  if (found.empty()) throw Error(directory.string(), Error::kNoEvent, "", "no trace files (*.json, *.json.gz) in this directory");
+  return found;
+}
+
+/// Runs build(i) for every i on `threads` threads; rethrows the first error by index, so the
+/// message does not depend on scheduling.
+template <typename Build>
+void for_each_parallel(std::size_t count, unsigned threads, Build build) {
+  std::vector<std::exception_ptr> errors(count);
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < count;) {
+      try {
+        build(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  threads = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(1, count)));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (const auto& error : errors)
+    if (error) std::rethrow_exception(error);
+}
+
+}  // namespace
+
+std::vector<std::filesystem::path> expand_trace_inputs(const std::vector<std::filesystem::path>& inputs) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& input : inputs) {
+    if (!std::filesystem::exists(input)) throw Error(input.string(), Error::kNoEvent, "", "no such file or directory");
+    if (!std::filesystem::is_directory(input)) {
+      files.push_back(input);
+      continue;
+    }
+    for (auto& file : traces_in(input)) files.push_back(std::move(file));
+  }
+  return files;
+}
+
+Graph load_job(const std::vector<std::filesystem::path>& inputs, const JobOptions& options) {
+  const std::vector<std::filesystem::path> files = expand_trace_inputs(inputs);
+  std::vector<Graph> graphs(files.size());
+  for_each_parallel(files.size(), options.threads,
+                    [&](std::size_t i) { graphs[i] = build_graph(load_trace(files[i]), options.graph); });
+  std::vector<const Graph*> ranks;
+  for (const Graph& g : graphs) ranks.push_back(&g);
+  return merge_ranks(ranks);
+}
+
+double collective_traffic_bytes(std::string_view name, std::int64_t ranks, double bytes) {
+  if (ranks < 2) return 0.0;
+  const std::string key = job::collective_key_name(name);
+  const double n = static_cast<double>(ranks);
+  if (key == "allreduce") return 2.0 * (n - 1.0) / n * bytes;
+  if (key == "allgather" || key == "reducescatter" || key == "alltoall" || key == "alltoallv" ||
+      key == "allgatherintocoalesced" || key == "reducescattertensor" || key == "allgatherbase")
+    return (n - 1.0) / n * bytes;
+  return bytes;
+}
+
+std::vector<std::vector<std::size_t>> job_iteration_groups(const Graph& graph) {
+  const auto& iterations = graph.iterations();
+  if (!graph.job()) {
+    std::vector<std::vector<std::size_t>> groups;
+    for (std::size_t i = 0; i < iterations.size(); ++i) groups.push_back({i});
+    return groups;
+  }
+  // The k-th iteration of each rank (iterations are stored rank after rank, in order).
+  std::map<std::int64_t, std::size_t> seen;  // rank -> iterations so far
+  std::vector<std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < iterations.size(); ++i) {
+    const TaskId first = iterations[i].first_task;
+    const std::int64_t rank = first == kNoTask ? kNone : graph.units()[graph.task(first).unit].rank;
+    const std::size_t k = seen[rank]++;
+    if (groups.size() <= k) groups.resize(k + 1);
+    groups[k].push_back(i);
+  }
+  return groups;
+}
+
+}  // namespace daydream

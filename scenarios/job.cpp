@@ -1,0 +1,203 @@
+// What-ifs on a multi-rank job graph (daydream::load_job; model in include/daydream/job.hpp):
+//
+// network: every matched collective re-costed with the alpha-beta model fitted to the job's own
+// collectives: transfer + (alpha' + beta' * traffic) - (alpha + beta * traffic), where traffic is
+// what one participant moves (collective_traffic_bytes) and alpha', beta' come from `latency` and
+// `bandwidth` (the fitted values where not given).
+// rank_speed: one rank's compute (GPU kernels, copies, memsets and CPU work) `factor` times as
+// fast; by default the straggler of the baseline replay (the rank the others waited for longest).
+// scale_out: the job replicated to `ranks` ranks (rank r copies traced rank r mod n), collectives
+// re-costed for n ranks with the fitted model; past `gpus_per_machine` ranks a collective also
+// crosses the `inter` link (the ring is as fast as its slowest link).
+// docs/scenarios/network.md, rank_speed.md, scale_out.md.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "builtin.hpp"
+#include "collectives.hpp"
+#include "daydream/error.hpp"
+#include "daydream/job.hpp"
+#include "daydream/simulate.hpp"
+
+namespace daydream::scenarios {
+namespace {
+
+const JobLayout& job_of(const Graph& graph, std::string_view scenario) {
+  const JobLayout* job = graph.job();
+  if (!job || job->collectives.empty())
+    throw Error(fmt::format("scenario '{}' needs a multi-rank job graph with matched collectives (load every "
+                            "rank's trace: `daydream predict DIR ...`, daydream.load([rank0, rank1, ...])); on one "
+                            "trace use faster_network or ddp",
+                            scenario));
+  return *job;
+}
+
+TimeNs median_transfer(const Graph& graph, const MatchedCollective& c) {
+  std::vector<TimeNs> d;
+  for (TaskId t : c.transfers) d.push_back(graph.task(t).duration_ns);
+  std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+  return d[d.size() / 2];
+}
+
+/// The alpha-beta model of the job's collectives as traced (latency_ns, ns_per_byte).
+struct LinkModel {
+  double latency_ns = 0, ns_per_byte = 0;
+  double cost(double traffic) const { return latency_ns + ns_per_byte * traffic; }
+};
+
+/// The fitted model, or nullopt when the job's collectives cannot be fitted and the spec gives
+/// both latency and bandwidth (the transfers are then set to the model's cost outright).
+std::optional<LinkModel> fit_job(const Graph& graph, const JobLayout& job, std::string_view scenario,
+                                 const ScenarioParams& params, std::vector<std::string>& notes) {
+  std::vector<std::pair<double, TimeNs>> samples;
+  for (const auto& c : job.collectives)
+    if (c.bytes != kNone)
+      samples.emplace_back(collective_traffic_bytes(c.name, static_cast<std::int64_t>(c.ranks.size()), double(c.bytes)),
+                           median_transfer(graph, c));
+  const auto fit = fit_latency_bandwidth(samples);
+  if (!fit || fit->ns_per_byte <= 0) {
+    if (params.given("latency") && params.given("bandwidth")) {
+      notes.push_back(fmt::format("no fit ({} collectives of known size): transfers set to latency + traffic / bandwidth",
+                                  samples.size()));
+      return std::nullopt;
+    }
+    throw Error(fmt::format("scenario '{}': cannot fit latency and bandwidth to the job's {} collectives of known size "
+                            "(needs two distinct sizes and a positive slope); give both latency and bandwidth",
+                            scenario, samples.size()));
+  }
+  notes.push_back(fmt::format("fitted to {} collectives ({} sizes): latency {:.1f} us, bandwidth {:.2f} GB/s, R^2 {:.2f}",
+                              fit->samples, fit->distinct_sizes, fit->latency_ns / 1e3, 1.0 / fit->ns_per_byte,
+                              fit->r_squared));
+  return LinkModel{std::max(0.0, fit->latency_ns), fit->ns_per_byte};
+}
+
+/// Moves every collective's transfers by new cost - traced cost, for `ranks` participants
+/// (without a traced model: sets them to the new cost).
+void recost(Graph& graph, const JobLayout& job, const std::optional<LinkModel>& traced, const LinkModel& wanted,
+            std::int64_t ranks, std::vector<std::string>& notes) {
+  std::size_t unsized = 0;
+  for (const auto& c : job.collectives) {
+    const auto traced_ranks = static_cast<std::int64_t>(job.ranks.size());
+    const double before = c.bytes == kNone ? 0 : collective_traffic_bytes(c.name, traced_ranks, double(c.bytes));
+    const double after = c.bytes == kNone ? 0 : collective_traffic_bytes(c.name, ranks, double(c.bytes));
+    unsized += c.bytes == kNone;
+    const double delta = wanted.cost(after) - (traced ? traced->cost(before) : 0.0);
+    if (!std::isfinite(delta)) throw Error(fmt::format("collective {} #{}: cost is not finite", c.name, c.sequence));
+    for (TaskId t : c.transfers) {
+      Task& task = graph.task(t);
+      const TimeNs base = traced ? task.duration_ns : 0;
+      task.duration_ns = std::max<TimeNs>(0, base + static_cast<TimeNs>(std::llround(delta)));
+    }
+  }
+  notes.push_back(fmt::format("{} collectives re-costed: latency {:.1f} us, bandwidth {:.2f} GB/s{}", job.collectives.size(),
+                              wanted.latency_ns / 1e3, wanted.ns_per_byte > 0 ? 1.0 / wanted.ns_per_byte : INFINITY,
+                              unsized ? fmt::format(" ({} of unknown size: latency only)", unsized) : ""));
+}
+
+LinkModel wanted_link(const ScenarioParams& params, const std::optional<LinkModel>& fitted) {
+  LinkModel wanted = fitted.value_or(LinkModel{});
+  if (params.given("latency")) wanted.latency_ns = params.number("latency");
+  if (params.given("bandwidth")) wanted.ns_per_byte = 1e9 / params.number("bandwidth");
+  return wanted;
+}
+
+ScenarioOutcome apply_network(Graph& graph, const ScenarioParams& params) {
+  const JobLayout& job = job_of(graph, "network");
+  ScenarioOutcome outcome;
+  const auto fitted = fit_job(graph, job, "network", params, outcome.notes);
+  recost(graph, job, fitted, wanted_link(params, fitted), static_cast<std::int64_t>(job.ranks.size()), outcome.notes);
+  return outcome;
+}
+
+bool is_compute(const Graph& graph, const Task& task) {
+  return !task.removed && task.kind != TaskKind::communication && graph.units()[task.unit].kind != UnitKind::comm_channel;
+}
+
+/// Compute time (GPU and CPU task time, no communication) of every rank.
+std::map<std::int64_t, TimeNs> compute_by_rank(const Graph& graph) {
+  std::map<std::int64_t, TimeNs> busy;
+  for (TaskId t = 0; t < graph.num_tasks(); ++t) {
+    const Task& task = graph.task(t);
+    if (is_compute(graph, task)) busy[graph.units()[task.unit].rank] += task.duration_ns;
+  }
+  return busy;
+}
+
+ScenarioOutcome apply_rank_speed(Graph& graph, const ScenarioParams& params) {
+  const JobLayout& job = job_of(graph, "rank_speed");
+  ScenarioOutcome outcome;
+  std::int64_t rank = params.integer("rank");
+  if (rank < 0) {
+    rank = make_job_report(graph, simulate(graph)).straggler;
+    if (rank == kNone) throw Error("scenario 'rank_speed': no rank held the others back; give 'rank'");
+    outcome.notes.push_back(fmt::format("rank {} is the straggler of the baseline", rank));
+  }
+  const auto busy = compute_by_rank(graph);
+  if (!busy.count(rank) || rank >= job.world_size)
+    throw Error(fmt::format("scenario 'rank_speed': rank {} is not in the job", rank));
+  const double factor = params.number("factor");
+  outcome.notes.push_back(fmt::format("rank {}'s compute ({:.3f} ms of GPU and CPU task time) {:g} times as fast", rank,
+                                      double(busy.at(rank)) / 1e6, factor));
+  for (TaskId t = 0; t < graph.num_tasks(); ++t) {
+    Task& task = graph.task(t);
+    if (is_compute(graph, task) && graph.units()[task.unit].rank == rank)
+      task.duration_ns = static_cast<TimeNs>(std::llround(double(task.duration_ns) / factor));
+  }
+  return outcome;
+}
+
+ScenarioOutcome apply_scale_out(Graph& graph, const ScenarioParams& params) {
+  const JobLayout& traced = job_of(graph, "scale_out");
+  ScenarioOutcome outcome;
+  const auto fitted = fit_job(graph, traced, "scale_out", params, outcome.notes);
+  const std::int64_t ranks = params.integer("ranks");
+  const auto per_machine = params.given("gpus_per_machine") ? params.integer("gpus_per_machine") : traced.world_size;
+  LinkModel wanted = wanted_link(params, fitted);
+  if (ranks > per_machine) wanted.ns_per_byte = std::max(wanted.ns_per_byte, 1e9 / params.number("inter"));
+  graph = replicate_ranks(graph, ranks);
+  recost(graph, *graph.job(), fitted, wanted, ranks, outcome.notes);
+  outcome.notes.push_back(fmt::format("{} ranks: {} traced, {} replicated ({} machines of {} GPUs)", ranks,
+                                      traced.ranks.size(), ranks - static_cast<std::int64_t>(traced.ranks.size()),
+                                      (ranks + per_machine - 1) / per_machine, per_machine));
+  return outcome;
+}
+
+ScenarioParam link_param(const char* name, ParamKind kind, const char* description) {
+  return {name, kind, 0, description, 0, std::numeric_limits<double>::infinity(), true};
+}
+
+}  // namespace
+
+Scenario network() {
+  return {"network",
+          "multi-rank job: collectives re-costed with the alpha-beta model fitted to the job's own collectives",
+          {link_param("bandwidth", ParamKind::bandwidth, "link bandwidth (default: the fitted one)"),
+           {"latency", ParamKind::duration, 0, "fixed cost of one collective (default: the fitted one)", 0}},
+          apply_network};
+}
+
+Scenario rank_speed() {
+  return {"rank_speed",
+          "multi-rank job: one rank's compute (GPU and CPU) factor times as fast (straggler removal)",
+          {{"rank", ParamKind::integer, -1, "the rank (-1: the straggler of the baseline replay)", -1},
+           {"factor", ParamKind::number, 2, "speed-up of its compute", 0, std::numeric_limits<double>::infinity(), true}},
+          apply_rank_speed};
+}
+
+Scenario scale_out() {
+  return {"scale_out",
+          "multi-rank job replicated to more ranks (data parallel), collectives re-costed for them",
+          {{"ranks", ParamKind::integer, 16, "ranks of the grown job (at least the traced ones)", 2},
+           {"gpus_per_machine", ParamKind::integer, 8, "GPUs per machine (default: the traced world size)", 1},
+           {"inter", ParamKind::bandwidth, 12.5e9, "link between machines (default 100Gbps)", 0,
+            std::numeric_limits<double>::infinity(), true},
+           link_param("bandwidth", ParamKind::bandwidth, "link within a machine (default: the fitted one)"),
+           {"latency", ParamKind::duration, 0, "fixed cost of one collective (default: the fitted one)", 0}},
+          apply_scale_out};
+}
+
+}  // namespace daydream::scenarios
