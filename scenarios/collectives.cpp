@@ -15,6 +15,7 @@
 #include "common.hpp"
 #include "common/text.hpp"
 #include "daydream/error.hpp"
+#include "daydream/job.hpp"
 
 namespace daydream::scenarios {
 
@@ -76,21 +77,8 @@ bool names_allreduce(std::string_view name) {
   return text::contains_ignore_case(name, "allreduce") || text::contains_ignore_case(name, "all_reduce");
 }
 
-/// Bytes per element of the dtype names record_param_comms writes; 0 when unknown.
-std::int64_t dtype_bytes(std::string_view dtype) {
-  struct Size {
-    const char* name;
-    std::int64_t bytes;
-  };
-  static constexpr Size sizes[] = {{"Float", 4}, {"Half", 2},  {"BFloat16", 2}, {"Double", 8}, {"Long", 8},
-                                   {"Int", 4},   {"Short", 2}, {"Byte", 1},     {"Char", 1},   {"Bool", 1}};
-  for (const auto& s : sizes)
-    if (dtype == s.name) return s.bytes;
-  return 0;
-}
-
 std::int64_t message_bytes(const CollectiveInfo& info) {
-  const std::int64_t element = dtype_bytes(info.dtype);
+  const std::int64_t element = dtype_element_bytes(info.dtype);
   const std::int64_t elements = info.in_elements != kNone ? info.in_elements : info.out_elements;
   return element > 0 && elements >= 0 ? elements * element : kNone;
 }

@@ -95,6 +95,10 @@ Graph replicate_ranks(const Graph& job, std::int64_t ranks);
 /// recv, reduce) 1 times `bytes`. Names compare without case and underscores.
 double collective_traffic_bytes(std::string_view name, std::int64_t ranks, double bytes);
 
+/// Bytes of one element of a dtype as traces write it ("Float", "float", "c10::Half", "long int",
+/// "BFloat16"); 0 when unknown.
+std::int64_t dtype_element_bytes(std::string_view dtype);
+
 /// Per job iteration (the k-th iteration of every rank): the graph's iteration indices, in rank
 /// order. A graph of one trace has one iteration per group.
 std::vector<std::vector<std::size_t>> job_iteration_groups(const Graph& graph);

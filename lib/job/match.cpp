@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "common/text.hpp"
+#include "daydream/job.hpp"
 
 namespace daydream::job {
 namespace {
@@ -50,7 +51,7 @@ CommKernel describe(const Graph& graph, TaskId t, const CollectiveRecord* record
   if (record) {
     if (!record->info.process_group.empty()) k.group = record->info.process_group;
     if (!record->info.name.empty()) k.name = record->info.name;
-    const std::int64_t element = dtype_bytes(record->info.dtype);
+    const std::int64_t element = dtype_element_bytes(record->info.dtype);
     if (record->info.in_elements != kNone && element > 0) k.bytes = record->info.in_elements * element;
     k.group_size = record->info.group_size;
   }
@@ -67,7 +68,12 @@ std::string collective_key_name(std::string_view name) {
   return key;
 }
 
-std::int64_t dtype_bytes(std::string_view dtype) {
+}  // namespace daydream::job
+
+namespace daydream {
+
+std::int64_t dtype_element_bytes(std::string_view dtype) {
+  using job::collective_key_name;
   std::string d = collective_key_name(dtype);
   d.erase(std::remove(d.begin(), d.end(), ' '), d.end());  // "long int" -> "longint"
   if (d == "double" || d == "long" || d == "longint" || d == "int64" || d == "c10::complex<float>") return 8;
@@ -79,6 +85,10 @@ std::int64_t dtype_bytes(std::string_view dtype) {
     return 1;
   return 0;
 }
+
+}  // namespace daydream
+
+namespace daydream::job {
 
 std::vector<CommKernel> find_comm_kernels(const Graph& graph) {
   std::vector<CommKernel> kernels;

@@ -33,10 +33,6 @@ using MatchTable = std::map<CollectiveKey, std::vector<std::pair<std::size_t, st
 
 MatchTable match_collectives(const std::vector<std::vector<CommKernel>>& kernels);
 
-/// Bytes of one element of a recorded dtype ("float", "Float", "c10::Half", "long int"), 0 when
-/// unknown.
-std::int64_t dtype_bytes(std::string_view dtype);
-
 /// Lower case without underscores: "all_reduce" and "allreduce" compare equal.
 std::string collective_key_name(std::string_view name);
 
