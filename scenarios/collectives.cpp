@@ -83,15 +83,6 @@ std::int64_t message_bytes(const CollectiveInfo& info) {
   return element > 0 && elements >= 0 ? elements * element : kNone;
 }
 
-/// The CPU call that launched a communication task (its launch or communication predecessor).
-TaskId comm_launch_of(const Graph& graph, TaskId comm_task) {
-  for (const auto& p : graph.predecessors(comm_task)) {
-    const bool from_cpu = graph.units()[graph.task(p.task).unit].kind == UnitKind::cpu_thread;
-    if (from_cpu && (p.edge.type == EdgeType::launch || p.edge.type == EdgeType::communication)) return p.task;
-  }
-  return kNoTask;
-}
-
 TraceCollective make_collective(std::string name, std::int64_t bytes, UnitId thread, TimeNs start_ns, TimeNs end_ns) {
   TraceCollective c;
   c.allreduce = names_allreduce(name);
@@ -116,7 +107,7 @@ void attach_comm_tasks(const Graph& graph, TraceCollectives& out) {
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {
     const Task& task = graph.task(t);
     if (task.removed || task.kind != TaskKind::communication || task.source_event == kNone) continue;
-    const TaskId call = comm_launch_of(graph, t);
+    const TaskId call = launching_call(graph, t);
     TraceCollective* c = call == kNoTask ? nullptr : collective_around(out.list, graph.task(call));
     if (c == nullptr) {
       if (!names_allreduce(graph.name(t))) continue;

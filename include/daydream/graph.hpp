@@ -314,6 +314,11 @@ class Graph {
   std::size_t removed_count_ = 0;
 };
 
+/// The CPU call that launched a GPU task: its launch or communication predecessor on a CPU
+/// thread (NCCL kernels hang off their call by a communication edge); kNoTask when the trace
+/// does not hold it (launched before profiling began).
+TaskId launching_call(const Graph& graph, TaskId gpu_task);
+
 /// Builds the dependency graph of a trace (see docs/graph.md for every rule). Oddities met on
 /// the way are added to the graph's report, which starts as a copy of the trace's.
 Graph build_graph(const Trace& trace, const GraphOptions& options = {});

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "daydream/graph.hpp"
+#include "daydream/replay.hpp"
 #include "daydream/simulate.hpp"
 
 namespace daydream {
@@ -105,18 +106,10 @@ std::vector<std::vector<std::size_t>> job_iteration_groups(const Graph& graph);
 
 // --- reports ---
 
-struct JobIterationTime {
-  std::string name;
-  TimeNs measured_ns = 0;   ///< slowest rank's measured ProfilerStep
-  TimeNs simulated_ns = 0;  ///< slowest rank's simulated step
+/// A job iteration: measured_ns is the slowest rank's measured ProfilerStep, simulated_ns the
+/// slowest rank's simulated step.
+struct JobIterationTime : IterationTime {
   std::int64_t measured_slowest_rank = kNone, simulated_slowest_rank = kNone;
-  double error() const;
-};
-
-struct RankIterationTime {
-  std::string name;
-  TimeNs measured_ns = 0, simulated_ns = 0;
-  double error() const;
 };
 
 /// How one collective went in the simulation.
@@ -135,7 +128,7 @@ struct RankReport {
   std::int64_t rank = kNone;
   std::string trace;
   TimeNs clock_offset_ns = 0;
-  std::vector<RankIterationTime> iterations;
+  std::vector<IterationTime> iterations;
   TimeNs waited_ns = 0;          ///< time this rank spent waiting for others at collectives
   TimeNs held_back_ns = 0;       ///< time others waited for it (as the last arrival)
   std::int64_t last_arrivals = 0;///< collectives it reached last

@@ -92,6 +92,14 @@ void Graph::set_collectives(std::vector<CollectiveRecord> collectives) {
   collectives_ = std::make_shared<const std::vector<CollectiveRecord>>(std::move(collectives));
 }
 
+TaskId launching_call(const Graph& graph, TaskId gpu_task) {
+  for (const auto& p : graph.predecessors(gpu_task)) {
+    const bool from_cpu = graph.units()[graph.task(p.task).unit].kind == UnitKind::cpu_thread;
+    if (from_cpu && (p.edge.type == EdgeType::launch || p.edge.type == EdgeType::communication)) return p.task;
+  }
+  return kNoTask;
+}
+
 GraphStorage& Graph::structure() {
   if (storage_.use_count() > 1) storage_ = std::make_shared<GraphStorage>(*storage_);
   storage_->table.reset();  // the caller may change edges

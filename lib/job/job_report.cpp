@@ -2,7 +2,7 @@
 // at each collective (straggler) and the critical path by rank; and its --json form.
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "common/text.hpp"
@@ -14,11 +14,6 @@
 namespace daydream {
 namespace {
 
-double relative_error(TimeNs simulated, TimeNs measured) {
-  if (measured == 0) return simulated == 0 ? 0.0 : NAN;
-  return static_cast<double>(simulated - measured) / static_cast<double>(measured);
-}
-
 std::int64_t rank_of(const Graph& graph, TaskId task) { return graph.units()[graph.task(task).unit].rank; }
 
 /// Per graph iteration: simulated span on its ProfilerStep thread, -1 when it has no task left.
@@ -28,15 +23,27 @@ std::vector<TimeNs> simulated_spans(const Graph& graph, const SimulationResult& 
   return spans;
 }
 
-void add_rank_iterations(const Graph& graph, const std::vector<TimeNs>& spans, JobReport& report) {
-  std::map<std::int64_t, std::size_t> index;  // rank -> position in report.ranks
-  for (std::size_t i = 0; i < report.ranks.size(); ++i) index[report.ranks[i].rank] = i;
+/// The report's entry of each rank, looked up once per task or participant.
+class RankIndex {
+ public:
+  explicit RankIndex(JobReport& report) : report_(report) {
+    for (std::size_t i = 0; i < report.ranks.size(); ++i) position_[report.ranks[i].rank] = i;
+  }
+  RankReport* find(std::int64_t rank) const {
+    const auto found = position_.find(rank);
+    return found == position_.end() ? nullptr : &report_.ranks[found->second];
+  }
+
+ private:
+  JobReport& report_;
+  std::unordered_map<std::int64_t, std::size_t> position_;
+};
+
+void add_rank_iterations(const Graph& graph, const std::vector<TimeNs>& spans, const RankIndex& ranks) {
   for (std::size_t i = 0; i < graph.iterations().size(); ++i) {
     const Iteration& it = graph.iterations()[i];
     if (spans[i] < 0) continue;
-    const auto found = index.find(rank_of(graph, it.first_task));
-    if (found == index.end()) continue;
-    report.ranks[found->second].iterations.push_back({it.name, it.measured_ns, spans[i]});
+    if (RankReport* r = ranks.find(rank_of(graph, it.first_task))) r->iterations.push_back({it.name, it.measured_ns, spans[i]});
   }
 }
 
@@ -56,13 +63,8 @@ void add_job_iterations(const Graph& graph, const std::vector<TimeNs>& spans, Jo
   }
 }
 
-RankReport* find_rank(JobReport& report, std::int64_t rank) {
-  for (auto& r : report.ranks)
-    if (r.rank == rank) return &r;
-  return nullptr;
-}
-
-void add_collectives(const JobLayout& layout, const SimulationResult& result, JobReport& report) {
+void add_collectives(const JobLayout& layout, const SimulationResult& result, const RankIndex& ranks,
+                     JobReport& report) {
   const std::unordered_set<TaskId> on_path(result.critical_path.begin(), result.critical_path.end());
   for (std::size_t c = 0; c < layout.collectives.size(); ++c) {
     const MatchedCollective& m = layout.collectives[c];
@@ -80,11 +82,11 @@ void add_collectives(const JobLayout& layout, const SimulationResult& result, Jo
       timing.wait_ns += wait;
       timing.max_wait_ns = std::max(timing.max_wait_ns, wait);
       transfers.push_back(result.end_ns[m.transfers[i]] - result.start_ns[m.transfers[i]]);
-      if (RankReport* r = find_rank(report, m.ranks[i])) r->waited_ns += wait;
+      if (RankReport* r = ranks.find(m.ranks[i])) r->waited_ns += wait;
     }
     timing.transfer_ns = text::median(transfers);
     timing.on_critical_path = on_path.count(m.barrier) > 0;
-    if (RankReport* last = find_rank(report, timing.last_rank); last && timing.wait_ns > 0) {
+    if (RankReport* last = ranks.find(timing.last_rank); last && timing.wait_ns > 0) {
       last->held_back_ns += timing.wait_ns;
       ++last->last_arrivals;
     }
@@ -92,17 +94,14 @@ void add_collectives(const JobLayout& layout, const SimulationResult& result, Jo
   }
 }
 
-void add_critical_path(const Graph& graph, const SimulationResult& result, JobReport& report) {
+void add_critical_path(const Graph& graph, const SimulationResult& result, const RankIndex& ranks, JobReport& report) {
   if (result.critical_path.empty()) return;
   report.critical_path_ns = result.end_ns[result.critical_path.back()] - result.start_ns[result.critical_path.front()];
   for (TaskId t : result.critical_path)
-    if (RankReport* r = find_rank(report, rank_of(graph, t))) r->critical_path_ns += result.end_ns[t] - result.start_ns[t];
+    if (RankReport* r = ranks.find(rank_of(graph, t))) r->critical_path_ns += result.end_ns[t] - result.start_ns[t];
 }
 
 }  // namespace
-
-double JobIterationTime::error() const { return relative_error(simulated_ns, measured_ns); }
-double RankIterationTime::error() const { return relative_error(simulated_ns, measured_ns); }
 
 JobReport make_job_report(const Graph& graph, const SimulationResult& result) {
   const JobLayout* layout = graph.job();
@@ -116,10 +115,11 @@ JobReport make_job_report(const Graph& graph, const SimulationResult& result) {
     report.max_clock_skew_ns = std::max(report.max_clock_skew_ns, std::abs(r.clock_offset_ns));
   }
   const std::vector<TimeNs> spans = simulated_spans(graph, result);
-  add_rank_iterations(graph, spans, report);
+  const RankIndex ranks(report);
+  add_rank_iterations(graph, spans, ranks);
   add_job_iterations(graph, spans, report);
-  add_collectives(*layout, result, report);
-  add_critical_path(graph, result, report);
+  add_collectives(*layout, result, ranks, report);
+  add_critical_path(graph, result, ranks, report);
   TimeNs worst = 0;
   for (const auto& r : report.ranks)
     if (r.held_back_ns > worst) worst = r.held_back_ns, report.straggler = r.rank;

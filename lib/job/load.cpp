@@ -3,12 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <exception>
 #include <map>
-#include <thread>
 
-#include "common/text.hpp"
+#include "common/parallel.hpp"
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
 #include "daydream/job.hpp"
@@ -34,29 +32,21 @@ std::vector<std::filesystem::path> traces_in(const std::filesystem::path& direct
   return found;
 }
 
-/// Runs build(i) for every i on `threads` threads; rethrows the first error by index, so the
-/// message does not depend on scheduling.
-template <typename Build>
-void for_each_parallel(std::size_t count, unsigned threads, Build build) {
-  std::vector<std::exception_ptr> errors(count);
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < count;) {
-      try {
-        build(i);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
+/// Builds every file's graph on `threads` threads; rethrows the first error by file order, so
+/// the message does not depend on scheduling.
+std::vector<Graph> build_all(const std::vector<std::filesystem::path>& files, const JobOptions& options) {
+  std::vector<Graph> graphs(files.size());
+  std::vector<std::exception_ptr> errors(files.size());
+  parallel::for_each_index(files.size(), options.threads, [&](std::size_t i) {
+    try {
+      graphs[i] = build_graph(load_trace(files[i]), options.graph);
+    } catch (...) {
+      errors[i] = std::current_exception();
     }
-  };
-  threads = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(1, count)));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  });
   for (const auto& error : errors)
     if (error) std::rethrow_exception(error);
+  return graphs;
 }
 
 }  // namespace
@@ -76,9 +66,7 @@ std::vector<std::filesystem::path> expand_trace_inputs(const std::vector<std::fi
 
 Graph load_job(const std::vector<std::filesystem::path>& inputs, const JobOptions& options) {
   const std::vector<std::filesystem::path> files = expand_trace_inputs(inputs);
-  std::vector<Graph> graphs(files.size());
-  for_each_parallel(files.size(), options.threads,
-                    [&](std::size_t i) { graphs[i] = build_graph(load_trace(files[i]), options.graph); });
+  const std::vector<Graph> graphs = build_all(files, options);
   std::vector<const Graph*> ranks;
   for (const Graph& g : graphs) ranks.push_back(&g);
   return merge_ranks(ranks);

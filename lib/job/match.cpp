@@ -12,14 +12,6 @@
 namespace daydream::job {
 namespace {
 
-/// The CPU call that launched a GPU task (a communication edge from a CPU thread), or kNoTask.
-TaskId launch_call(const Graph& graph, TaskId kernel) {
-  for (const auto& p : graph.predecessors(kernel))
-    if (p.edge.type == EdgeType::communication && graph.units()[graph.task(p.task).unit].kind == UnitKind::cpu_thread)
-      return p.task;
-  return kNoTask;
-}
-
 /// The innermost collective record on `unit` around `time`, or null. Records are by start.
 const CollectiveRecord* record_around(const Graph& graph, UnitId unit, TimeNs time) {
   const CollectiveRecord* best = nullptr;
@@ -96,7 +88,7 @@ std::vector<CommKernel> find_comm_kernels(const Graph& graph) {
     const Task& task = graph.task(t);
     if (task.removed || task.kind != TaskKind::communication) continue;
     if (graph.units()[task.unit].kind != UnitKind::gpu_stream) continue;
-    const TaskId call = launch_call(graph, t);
+    const TaskId call = launching_call(graph, t);
     const CollectiveRecord* record =
         call == kNoTask ? nullptr : record_around(graph, graph.task(call).unit, graph.task(call).recorded_start_ns);
     kernels.push_back(describe(graph, t, record));

@@ -31,17 +31,21 @@ GraphPtr loaded_box(Graph graph, const std::vector<Path>& paths, const std::opti
   return box;
 }
 
+/// Every rank of one job: one graph (include/daydream/job.hpp). Without the GIL.
+GraphPtr load_job_box(const std::vector<Path>& paths, const std::optional<Path>& layers) {
+  const std::vector<Path> files = expand_trace_inputs(paths);  // the sources are the files, not the folders
+  return loaded_box(load_job(files), files, layers);
+}
+
 GraphPtr load(const Path& path, const std::optional<Path>& layers) {
   py::gil_scoped_release release;
-  if (std::filesystem::is_directory(path)) return loaded_box(load_job({path}), expand_trace_inputs({path}), layers);
+  if (std::filesystem::is_directory(path)) return load_job_box({path}, layers);
   return loaded_box(build_graph(load_trace(path)), {path}, layers);
 }
 
-/// Every rank of one job: one graph (include/daydream/job.hpp).
 GraphPtr load_ranks(const std::vector<Path>& paths, const std::optional<Path>& layers) {
   py::gil_scoped_release release;
-  const std::vector<Path> files = expand_trace_inputs(paths);
-  return loaded_box(load_job(files), files, layers);
+  return load_job_box(paths, layers);
 }
 
 }  // namespace
