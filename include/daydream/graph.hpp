@@ -109,13 +109,36 @@ struct Task {
   bool removed = false;              ///< removed by a transformation: no edges, not simulated
 };
 
-/// One measured iteration (`ProfilerStep#N`): its CPU range and the tasks that open and close it.
+/// How an iteration's measured (and simulated) time is taken.
+enum class IterationMeasure : std::uint8_t {
+  /// The marking range itself (`ProfilerStep#N`: the profiler opens each step where the previous
+  /// one closed, so the wait for the next batch is inside a range).
+  range,
+  /// From the range's start to the next range's start on the marking thread: a loop that opens
+  /// its range after fetching the batch leaves the wait for data between ranges, and it belongs
+  /// to the iteration. The last range has no next start and is measured as its range.
+  start_to_start,
+};
+std::string_view to_string(IterationMeasure measure);
+
+/// One measured iteration (a `ProfilerStep#N`, `step N`, ... range): its window and the tasks on
+/// its thread that open and close it.
 struct Iteration {
   std::string name;
   TimeNs measured_start_ns = 0;  ///< relative to the origin
-  TimeNs measured_ns = 0;
-  TaskId first_task = kNoTask;   ///< first task of the range on its thread
-  TaskId last_task = kNoTask;    ///< last task of the range on its thread
+  TimeNs measured_ns = 0;        ///< by the graph's IterationRule::measure
+  TaskId first_task = kNoTask;   ///< first task of the window on its thread
+  TaskId last_task = kNoTask;    ///< last task of the window on its thread
+  /// Measured to the next iteration's start (IterationMeasure::start_to_start, not the last).
+  bool to_next_start = false;
+};
+
+/// Which ranges became iterations, and how they are measured (see docs/graph.md, "Iterations").
+struct IterationRule {
+  std::string pattern;  ///< the user's regular expression (GraphOptions::iterations), or empty
+  std::string form;     ///< what matched: "ProfilerStep#N", "step N", ..., or the user's pattern
+  IterationMeasure measure = IterationMeasure::range;
+  std::string thread;   ///< the marking thread (unit name); empty without iterations
 };
 
 /// Per-trace constants for delays the trace cannot show per edge ("natural" latencies),
@@ -131,6 +154,10 @@ struct Calibration {
 
 /// Options of graph construction; defaults are what `daydream replay` uses.
 struct GraphOptions {
+  /// Ranges whose name this ECMAScript regular expression finds become iterations (measured
+  /// start to start); empty: the default forms `ProfilerStep#N`, `step N`, `iteration N`,
+  /// `iter N` (docs/graph.md, "Iterations").
+  std::string iterations;
   /// A CPU thread idle for longer than this is waiting, not working: its next task may be woken
   /// by another thread (cross_thread edges are inferred only across such gaps).
   TimeNs thread_idle_ns = 50'000;
@@ -274,6 +301,8 @@ class Graph {
   const ImportReport& report() const { return report_; }
   /// Absolute trace time (ns) of time zero of the graph.
   TimeNs origin_ns = 0;
+  /// Which ranges became iterations and how they are measured.
+  IterationRule iteration_rule;
   std::string source_path;
   /// Ranks of the job (`distributedInfo.world_size`), or kNone.
   std::int64_t world_size = kNone;

@@ -35,6 +35,7 @@ struct CriticalPathSummary {
 
 struct ReplayReport {
   std::string trace;
+  IterationRule iteration_rule;  ///< which ranges are the iterations, and how they are measured
   std::vector<IterationTime> iterations;
   IterationTime span;  ///< first GPU start to last GPU end ("span")
   TimeNs simulated_makespan_ns = 0;
@@ -56,6 +57,9 @@ ReplayReport make_replay_report(const Graph& graph, const SimulationResult& resu
 
 /// Summarises a critical path by task kind.
 CriticalPathSummary summarize_critical_path(const Graph& graph, const SimulationResult& result);
+
+/// One line saying which ranges are the iterations and how they are measured.
+std::string describe(const IterationRule& rule);
 
 /// The `--json` forms printed by the CLI (stable field names, fixed number formatting).
 std::string to_json(const ReplayReport& report);

@@ -25,7 +25,8 @@ namespace {
 std::string percent(double ratio) { return std::isfinite(ratio) ? fmt::format("{:+.2f}%", 100.0 * ratio) : "n/a"; }
 
 void print_replay_table(const ReplayReport& r) {
-  fmt::print("trace: {}\n\n{:<24} {:>14} {:>14} {:>9}\n", r.trace, "iteration", "measured ms", "simulated ms", "error");
+  fmt::print("trace: {}\niterations: {}\n\n{:<24} {:>14} {:>14} {:>9}\n", r.trace, describe(r.iteration_rule),
+             "iteration", "measured ms", "simulated ms", "error");
   for (const auto& it : r.iterations)
     fmt::print("{:<24} {:>14} {:>14} {:>9}\n", it.name, format_ms(it.measured_ns), format_ms(it.simulated_ns),
                percent(it.error()));
@@ -237,8 +238,16 @@ bool is_job_input(const std::vector<std::string>& traces) {
   return traces.size() > 1 || (traces.size() == 1 && std::filesystem::is_directory(traces.front()));
 }
 
-Graph load_graph(const std::vector<std::string>& traces, const std::string& layer_file) {
-  Graph graph = is_job_input(traces) ? load_job({traces.begin(), traces.end()}) : build_graph(load_trace(traces.front()));
+GraphOptions CommonOptions::graph_options() const {
+  GraphOptions graph;
+  graph.iterations = iterations;
+  return graph;
+}
+
+Graph load_graph(const CommonOptions& options, const std::string& layer_file) {
+  const auto& traces = options.traces;
+  Graph graph = is_job_input(traces) ? load_job({traces.begin(), traces.end()}, {options.graph_options(), 0})
+                                     : build_graph(load_trace(traces.front()), options.graph_options());
   if (!layer_file.empty()) apply_layer_file(graph, layer_file);
   return graph;
 }
@@ -255,7 +264,7 @@ std::string share_text(std::int64_t part, std::int64_t whole) {
 
 int run_predict(const PredictOptions& options) {
   const ScenarioSpec spec = single_spec(options.scenario);  // a bad spec fails before the trace is read
-  const Predictor predictor(load_graph(options.common.traces, options.layer_file));
+  const Predictor predictor(load_graph(options.common, options.layer_file));
   Prediction prediction;
   if (options.perfetto_file.empty()) {
     prediction = predictor.predict(spec);
@@ -287,7 +296,7 @@ int run_scenarios(bool json) {
 }
 
 int run_layers(const LayerOptions& options) {
-  Graph graph = build_graph(load_trace(options.common.trace()));
+  Graph graph = build_graph(load_trace(options.common.trace()), options.common.graph_options());
   if (!options.layer_file.empty()) apply_layer_file(graph, options.layer_file);
   const LayerReport report = make_layer_report(graph, options.depth);
   if (options.common.json) std::cout << to_json(report);
@@ -296,7 +305,7 @@ int run_layers(const LayerOptions& options) {
 }
 
 int run_job_replay(const CommonOptions& options) {
-  const Graph job = load_job({options.traces.begin(), options.traces.end()});
+  const Graph job = load_job({options.traces.begin(), options.traces.end()}, {options.graph_options(), 0});
   const JobReport report = make_job_report(job, simulate(job));
   if (options.json) {
     std::cout << to_json(report);
@@ -310,7 +319,7 @@ int run_job_replay(const CommonOptions& options) {
 
 int run_replay(const CommonOptions& options) {
   if (is_job_input(options.traces)) return run_job_replay(options);
-  const Graph graph = build_graph(load_trace(options.trace()));
+  const Graph graph = build_graph(load_trace(options.trace()), options.graph_options());
   const ReplayReport report = make_replay_report(graph, simulate(graph));
   if (options.json) std::cout << to_json(report);
   else print_replay_table(report);
@@ -319,7 +328,7 @@ int run_replay(const CommonOptions& options) {
 
 int run_stats(const CommonOptions& options) {
   const Trace trace = load_trace(options.trace());
-  const GraphStats stats = make_stats(trace, build_graph(trace));
+  const GraphStats stats = make_stats(trace, build_graph(trace, options.graph_options()));
   if (options.json) std::cout << to_json(stats);
   else print_stats_table(stats);
   return 0;

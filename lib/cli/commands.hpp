@@ -15,9 +15,11 @@ struct CommonOptions {
   /// rank of a job.
   std::vector<std::string> traces;
   bool json = false;
+  std::string iterations;  ///< --iterations REGEX: which ranges are the iterations (empty: defaults)
   const std::string& trace() const { return traces.front(); }
   /// The traces as one label ("a.json,b.json") for reports.
   std::string label() const;
+  GraphOptions graph_options() const;
 };
 
 int run_replay(const CommonOptions& options);
@@ -57,7 +59,7 @@ int run_scenarios(bool json);
 
 /// Loads and builds the trace's graph (a job graph for several traces or a directory), then
 /// applies the layer file if one is given.
-Graph load_graph(const std::vector<std::string>& traces, const std::string& layer_file);
+Graph load_graph(const CommonOptions& options, const std::string& layer_file);
 /// Whether the inputs name a multi-rank job (several files, or a directory).
 bool is_job_input(const std::vector<std::string>& traces);
 /// Checks a spec against its scenario (name, parameters, ranges) before any trace is loaded;

@@ -9,9 +9,17 @@
 
 namespace {
 
+void add_iterations_option(CLI::App& command, daydream::cli::CommonOptions& options) {
+  command.add_option("--iterations", options.iterations,
+                     "Regular expression (ECMAScript) naming the CPU ranges that are iterations, measured start to "
+                     "start (default: ProfilerStep#N, else step N, iteration N or iter N)");
+}
+
 void add_trace_options(CLI::App& command, daydream::cli::CommonOptions& options) {
-  command.add_option("TRACE", options.traces, "Trace file: Kineto JSON (.json or .json.gz)")->required()->expected(1);
+  command.add_option("TRACE", options.traces, "Trace file: Kineto JSON (.json or .json.gz) or Nsight Systems SQLite")
+      ->required()->expected(1);
   command.add_flag("--json", options.json, "Print one JSON object instead of a table");
+  add_iterations_option(command, options);
 }
 
 /// replay, predict and sweep also take every rank of a multi-rank job.
@@ -21,6 +29,7 @@ void add_job_trace_options(CLI::App& command, daydream::cli::CommonOptions& opti
                      "or a directory")
       ->required()->expected(1, -1);
   command.add_flag("--json", options.json, "Print one JSON object instead of a table");
+  add_iterations_option(command, options);
 }
 
 CLI::App* add_predict_command(CLI::App& app, daydream::cli::PredictOptions& options) {
@@ -59,7 +68,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "daydream " DAYDREAM_VERSION);
   daydream::cli::CommonOptions replay_options, stats_options;
-  auto* replay = app.add_subcommand("replay", "Measured vs simulated time of each iteration (ProfilerStep) and the GPU span; for "
+  auto* replay = app.add_subcommand("replay", "Measured vs simulated time of each iteration (ProfilerStep#N, step N, ...) and the GPU span; for "
                                              "several ranks, per rank and for the job, with the straggler report");
   add_job_trace_options(*replay, replay_options);
   auto* stats = app.add_subcommand("stats", "Task counts by kind, edge counts by type, calibration and the import report");

@@ -156,7 +156,7 @@ std::string sweep_json(const std::string& trace, const Prediction& baseline, con
 
 int run_sweep(const SweepCommandOptions& options) {
   std::vector<ScenarioSpec> specs = collect_specs(options);  // bad specs fail before the trace is read
-  const Predictor predictor(load_graph(options.common.traces, options.layer_file));
+  const Predictor predictor(load_graph(options.common, options.layer_file));
   Progress progress(!options.quiet);
   SweepOptions sweep_options;
   sweep_options.threads = options.threads;

@@ -93,6 +93,7 @@ void hash_iterations(Fnv1a& h, const Graph& graph) {
     h.integer(iteration.measured_ns);  // predictions report it beside the simulated time
     h.integer(iteration.first_task);
     h.integer(iteration.last_task);
+    h.integer(iteration.to_next_start);
   }
 }
 

@@ -1,28 +1,132 @@
-// Iterations: each `ProfilerStep#N` range is one measured iteration. CPU tasks belong to the
-// step whose range contains their start (on any thread); GPU tasks to the step of their launch
-// call, or, when not launched in the trace, to the step containing their start.
+// Iterations: named CPU ranges that mark training steps (docs/graph.md, "Iterations").
+//
+// Which ranges: those whose name the user's pattern finds (GraphOptions::iterations), else the
+// first default form with a match, in this order: `ProfilerStep#N` (torch.profiler's
+// profiler.step()), `step N`, `iteration N`, `iter N` (NVTX or record_function ranges a training
+// loop opens itself; the words in any case). Only the thread holding most of them (the marking
+// thread) counts, and a range nested in another match is not a second iteration.
+//
+// How they are measured: `ProfilerStep#N` ranges abut, so each is its own window. A loop's own
+// range usually opens after the next batch was fetched, so the wait for data lies between two
+// ranges: the window of such a range runs to the next range's start (start to start), and the
+// last range, which has no next start, is measured as its range.
+//
+// CPU tasks belong to the iteration whose window contains their start (on any thread); GPU tasks
+// to the iteration of their launch call, or, when not launched in the trace, to the window
+// containing their start.
 #include <algorithm>
+#include <cctype>
+#include <map>
+#include <regex>
 
 #include "common/text.hpp"
+#include "daydream/error.hpp"
 #include "graph/build_context.hpp"
 
 namespace daydream {
+
+std::string_view to_string(IterationMeasure measure) {
+  return measure == IterationMeasure::range ? "range" : "start_to_start";
+}
+
 namespace {
 
 struct StepRange {
-  TimeNs start, end;
+  TimeNs start, end;  ///< the window (see the file comment)
   UnitId unit;
   std::string name;
+  bool to_next_start = false;
 };
 
-std::vector<StepRange> find_steps(const BuildContext& ctx) {
-  std::vector<StepRange> steps;
-  for (const auto& e : ctx.trace.events) {
-    if (!is_cpu_range(e.kind) || !text::starts_with(ctx.trace.name_of(e), "ProfilerStep#")) continue;
-    steps.push_back({ctx.rel(e.start_ns), ctx.rel(e.end_ns()), ctx.lane_unit[e.lane], std::string(ctx.trace.name_of(e))});
+/// A default form: a word, one separator, a decimal number, nothing else.
+struct DefaultForm {
+  std::string_view word;     ///< "ProfilerStep#", "step ", ...
+  std::string_view label;    ///< "ProfilerStep#N", "step N", ...
+  bool ignore_case;
+  IterationMeasure measure;
+};
+constexpr DefaultForm kDefaultForms[] = {
+    {"ProfilerStep#", "ProfilerStep#N", false, IterationMeasure::range},
+    {"step ", "step N", true, IterationMeasure::start_to_start},
+    {"iteration ", "iteration N", true, IterationMeasure::start_to_start},
+    {"iter ", "iter N", true, IterationMeasure::start_to_start},
+};
+
+bool matches_form(std::string_view name, const DefaultForm& form) {
+  if (name.size() <= form.word.size()) return false;
+  for (std::size_t i = 0; i < form.word.size(); ++i) {
+    const auto a = static_cast<unsigned char>(name[i]), b = static_cast<unsigned char>(form.word[i]);
+    if (a != b && !(form.ignore_case && std::tolower(a) == std::tolower(b))) return false;
   }
-  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
-  return steps;
+  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(form.word.size()), name.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+/// The CPU ranges (events) of the trace on threads with tasks, whose name `accept` accepts.
+template <class Accept>
+std::vector<std::uint32_t> matching_ranges(const BuildContext& ctx, Accept accept) {
+  std::vector<std::uint32_t> found;
+  const auto& events = ctx.trace.events;
+  for (std::uint32_t i = 0; i < events.size(); ++i) {
+    const auto& e = events[i];
+    if (!is_cpu_range(e.kind) || ctx.lane_unit[e.lane] == BuildContext::kNoUnit) continue;
+    if (accept(ctx.trace.name_of(e))) found.push_back(i);
+  }
+  return found;
+}
+
+std::regex compile_iteration_pattern(const BuildContext& ctx) {
+  try {
+    return std::regex(ctx.options.iterations, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    throw Error(ctx.trace.path, Error::kNoEvent, "iterations",
+                "invalid regular expression '" + ctx.options.iterations + "': " + e.what());
+  }
+}
+
+/// The matching ranges and the rule that found them (pattern, form, measure).
+std::vector<std::uint32_t> choose_ranges(const BuildContext& ctx, IterationRule& rule) {
+  if (!ctx.options.iterations.empty()) {
+    const std::regex re = compile_iteration_pattern(ctx);
+    rule = {ctx.options.iterations, ctx.options.iterations, IterationMeasure::start_to_start, ""};
+    return matching_ranges(ctx, [&](std::string_view n) { return std::regex_search(n.begin(), n.end(), re); });
+  }
+  for (const DefaultForm& form : kDefaultForms) {
+    auto found = matching_ranges(ctx, [&](std::string_view n) { return matches_form(n, form); });
+    if (found.empty()) continue;
+    rule = {"", std::string(form.label), form.measure, ""};
+    return found;
+  }
+  return {};
+}
+
+/// The thread holding most of the ranges (ties: the lower unit id, for determinism).
+UnitId marking_thread(const BuildContext& ctx, const std::vector<std::uint32_t>& ranges) {
+  std::map<UnitId, std::size_t> count;
+  for (auto i : ranges) ++count[ctx.lane_unit[ctx.trace.events[i].lane]];
+  return std::max_element(count.begin(), count.end(), [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+/// The marking thread's outermost matching ranges, by start, with their windows.
+std::vector<StepRange> find_steps(const BuildContext& ctx, IterationRule& rule) {
+  const auto ranges = choose_ranges(ctx, rule);
+  if (ranges.empty()) return {};
+  const UnitId unit = marking_thread(ctx, ranges);
+  rule.thread = ctx.graph.units()[unit].name;
+  std::vector<StepRange> steps;
+  for (auto i : ranges) {
+    const auto& e = ctx.trace.events[i];
+    if (ctx.lane_unit[e.lane] == unit)
+      steps.push_back({ctx.rel(e.start_ns), ctx.rel(e.end_ns()), unit, std::string(ctx.trace.name_of(e))});
+  }
+  std::stable_sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  std::vector<StepRange> outer;
+  for (auto& s : steps)
+    if (outer.empty() || s.start >= outer.back().end) outer.push_back(std::move(s));
+  if (rule.measure == IterationMeasure::start_to_start)
+    for (std::size_t i = 0; i + 1 < outer.size(); ++i) outer[i].end = outer[i + 1].start, outer[i].to_next_start = true;
+  return outer;
 }
 
 std::int32_t step_containing(const std::vector<StepRange>& steps, TimeNs time) {
@@ -34,7 +138,7 @@ std::int32_t step_containing(const std::vector<StepRange>& steps, TimeNs time) {
 
 // The thread's tasks are in time order, so the step's first and last task are two binary searches.
 Iteration make_iteration(const BuildContext& ctx, const StepRange& step) {
-  Iteration it{step.name, step.start, step.end - step.start, kNoTask, kNoTask};
+  Iteration it{step.name, step.start, step.end - step.start, kNoTask, kNoTask, step.to_next_start};
   const auto& tasks = ctx.unit_tasks[step.unit];
   const auto starts_before = [&](TaskId t, TimeNs time) { return ctx.times[t].start < time; };
   const auto first = std::lower_bound(tasks.begin(), tasks.end(), step.start, starts_before);
@@ -48,10 +152,13 @@ Iteration make_iteration(const BuildContext& ctx, const StepRange& step) {
 }  // namespace
 
 void assign_iterations(BuildContext& ctx) {
-  const auto steps = find_steps(ctx);
-  for (const auto& step : steps) ctx.graph.iterations().push_back(make_iteration(ctx, step));
-  if (steps.empty()) return;
   Graph& g = ctx.graph;
+  const auto steps = find_steps(ctx, g.iteration_rule);
+  for (const auto& step : steps) g.iterations().push_back(make_iteration(ctx, step));
+  if (steps.empty() && !ctx.options.iterations.empty())
+    ctx.count("iteration_pattern_unmatched", Severity::error,
+              "the --iterations pattern names no CPU range of the trace: no iterations");
+  if (steps.empty()) return;
   for (TaskId t = 0; t < g.num_tasks(); ++t) {
     if (g.units()[g.task(t).unit].kind == UnitKind::cpu_thread || ctx.launched_by[t] == kNoTask)
       g.task(t).iteration = step_containing(steps, ctx.times[t].start);

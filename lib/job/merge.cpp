@@ -130,6 +130,7 @@ class Merger {
     out_.set_collectives(std::move(records_));
     out_.calibration() = ranks_.front()->calibration();
     out_.world_size = ranks_.front()->world_size;
+    out_.iteration_rule = ranks_.front()->iteration_rule;
     return std::move(out_);
   }
 

@@ -37,6 +37,19 @@ IterationTime gpu_span(const Graph& graph, const SimulationResult& result) {
   return {"span", measured_last - measured_first, simulated_last - simulated_first};
 }
 
+/// Iterations measured start to start end where the next iteration on their thread starts (when
+/// it still has tasks): the wait before a range belongs to the iteration before it.
+void end_at_next_starts(const Graph& graph, std::vector<IterationSpan>& spans) {
+  const auto& iterations = graph.iterations();
+  for (std::size_t k = 0; k + 1 < spans.size(); ++k) {
+    const Iteration& it = iterations[spans[k].index];
+    const Iteration& next = iterations[spans[k + 1].index];
+    if (!it.to_next_start || spans[k + 1].index != spans[k].index + 1) continue;
+    if (graph.task(it.first_task).unit != graph.task(next.first_task).unit) continue;
+    spans[k].end_ns = std::max(spans[k].end_ns, spans[k + 1].start_ns);
+  }
+}
+
 }  // namespace
 
 // Transformations may remove or insert tasks in an iteration, so this is a scan.
@@ -54,6 +67,7 @@ std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const S
   std::vector<IterationSpan> out;
   for (std::size_t i = 0; i < span.size(); ++i)
     if (span[i].second >= 0) out.push_back({i, span[i].first, span[i].second});
+  end_at_next_starts(graph, out);
   return out;
 }
 
@@ -76,6 +90,7 @@ CriticalPathSummary summarize_critical_path(const Graph& graph, const Simulation
 ReplayReport make_replay_report(const Graph& graph, const SimulationResult& result) {
   ReplayReport report;
   report.trace = graph.source_path;
+  report.iteration_rule = graph.iteration_rule;
   for (const auto& span : simulated_iteration_spans(graph, result)) {
     const Iteration& it = graph.iterations()[span.index];
     report.iterations.push_back({it.name, it.measured_ns, span.end_ns - span.start_ns});
@@ -108,11 +123,26 @@ void write_critical_path(JsonWriter& w, const CriticalPathSummary& cp) {
   w.end_object().key("waiting_ms").milliseconds(cp.waiting_ns).end_object();
 }
 
+void write_iteration_rule(JsonWriter& w, const IterationRule& rule) {
+  w.key("iteration_rule").begin_object().key("form").value(rule.form).key("measure").value(to_string(rule.measure));
+  w.key("thread").value(rule.thread).key("description").value(describe(rule)).end_object();
+}
+
 }  // namespace
+
+std::string describe(const IterationRule& rule) {
+  if (rule.form.empty()) return "no iterations: no CPU range is named ProfilerStep#N, step N, iteration N or iter N "
+                                "(choose others with --iterations REGEX)";
+  const std::string what = rule.pattern.empty() ? "`" + rule.form + "` ranges" : "ranges matching /" + rule.pattern + "/";
+  if (rule.measure == IterationMeasure::range) return what + " on " + rule.thread + ", each measured as its range";
+  return what + " on " + rule.thread + ", measured start to start (the last one: its range)";
+}
 
 std::string to_json(const ReplayReport& report) {
   JsonWriter w;
-  w.begin_object().key("trace").value(report.trace).key("iterations").begin_array();
+  w.begin_object().key("trace").value(report.trace);
+  write_iteration_rule(w, report.iteration_rule);
+  w.key("iterations").begin_array();
   for (const auto& it : report.iterations) write_iteration(w, it);
   w.end_array();
   w.key("span").begin_object().key("measured_ms").milliseconds(report.span.measured_ns);

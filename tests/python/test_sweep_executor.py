@@ -182,7 +182,7 @@ def test_futures_of_another_kind_are_waited_for_in_order(example):
 
 def test_worker_rows_are_plain_picklable_values(example):
     graph, _ = example
-    row = _sweep._predict_in_worker(graph.sources, None, graph.fingerprint(), "faster_gpu:kind=tpu")
+    row = _sweep._predict_in_worker(graph.sources, None, None, graph.fingerprint(), "faster_gpu:kind=tpu")
     assert all(value is None or type(value) in (float, str) for value in row.values())
     assert repr(pickle.loads(pickle.dumps(row))) == repr(row)  # NaN != NaN: compare the text
     assert set(row) == {"baseline_ms", "predicted_ms", "speedup", "dominant", "dominant_share", "error"}
@@ -220,13 +220,13 @@ def test_threads_and_executor_together_are_refused(example):
 def test_worker_refuses_a_graph_that_is_not_the_callers(example):
     graph, _ = example
     with pytest.raises(daydream.Error, match="is not the caller's"):
-        _sweep._predict_in_worker(graph.sources, None, graph.fingerprint() ^ 1, "amp")
+        _sweep._predict_in_worker(graph.sources, None, None, graph.fingerprint() ^ 1, "amp")
 
 
 def test_worker_error_reaches_the_caller_through_a_process_pool(example):
     graph, _ = example
     with concurrent.futures.ProcessPoolExecutor(max_workers=1) as pool:
-        future = pool.submit(_sweep._predict_in_worker, graph.sources, None, graph.fingerprint() ^ 1, "amp")
+        future = pool.submit(_sweep._predict_in_worker, graph.sources, None, None, graph.fingerprint() ^ 1, "amp")
         with pytest.raises(daydream.Error, match="is not the caller's"):
             future.result()
 
@@ -236,10 +236,10 @@ def test_worker_reloads_files_rewritten_since_it_cached_them(tmp_path):
     path = tmp_path / "one_kernel.json"
     one_kernel_trace().write(path)
     before = daydream.load(path)
-    _sweep._predict_in_worker(before.sources, None, before.fingerprint(), "faster_gpu")  # now cached
+    _sweep._predict_in_worker(before.sources, None, None, before.fingerprint(), "faster_gpu")  # now cached
     one_kernel_trace(kernel_us=90).write(path)
     after = daydream.load(path)
-    row = _sweep._predict_in_worker(after.sources, None, after.fingerprint(), "faster_gpu")
+    row = _sweep._predict_in_worker(after.sources, None, None, after.fingerprint(), "faster_gpu")
     assert row["baseline_ms"] == daydream.predict(after, "faster_gpu").baseline_ms
 
 

@@ -144,6 +144,7 @@ class _Origin(NamedTuple):
 
     sources: tuple
     layers: Optional[str]
+    iterations: Optional[str]  # the load(..., iterations=) pattern, or None
     fingerprint: int
 
 
@@ -180,7 +181,7 @@ def _origin_for_executor(executor, graph: _core.Graph, threads) -> _Origin:
         raise ValueError(f"sweep: the graph was changed after it was loaded from {_files(graph.sources)}; "
                          "executor sweeps rebuild it from the trace files, so sweep the graph as loaded "
                          "(and give your changes as (name, callable) scenarios), or pass no executor")
-    return _Origin(tuple(graph.sources), graph.layer_file, fingerprint)
+    return _Origin(tuple(graph.sources), graph.layer_file, graph.iteration_rule["pattern"], fingerprint)
 
 
 def _run_callables_here(graph: _core.Graph, plan: list[_Row], results: list,
@@ -224,22 +225,23 @@ def _files(sources) -> str:
 _LOAD_LOCK = threading.Lock()  # a thread pool's workers share one load per graph
 
 
-def _predict_in_worker(sources: tuple, layers: Optional[str], fingerprint: int, spec: str) -> dict:
+def _predict_in_worker(sources: tuple, layers: Optional[str], iterations: Optional[str], fingerprint: int,
+                       spec: str) -> dict:
     """One spec against the graph rebuilt from `sources`: the row's measures and error, as plain
     values. Raises daydream.Error when the rebuilt graph is not the caller's."""
-    predictor = _predictor_for(sources, layers, fingerprint)
+    predictor = _predictor_for(sources, layers, iterations, fingerprint)
     [(prediction, error)] = predictor.sweep([spec], 1, None)  # one thread: the executor spreads the rows
     row = _measures(prediction, predictor.baseline_ms)
     row["error"] = error
     return row
 
 
-def _predictor_for(sources: tuple, layers: Optional[str], fingerprint: int):
+def _predictor_for(sources: tuple, layers: Optional[str], iterations: Optional[str], fingerprint: int):
     with _LOAD_LOCK:
-        loaded_fingerprint, predictor = _load_for_worker(sources, layers)
+        loaded_fingerprint, predictor = _load_for_worker(sources, layers, iterations)
         if loaded_fingerprint != fingerprint:  # the files may have been rewritten since they were cached
             _load_for_worker.cache_clear()
-            loaded_fingerprint, predictor = _load_for_worker(sources, layers)
+            loaded_fingerprint, predictor = _load_for_worker(sources, layers, iterations)
     if loaded_fingerprint != fingerprint:
         raise _core.Error(
             f"sweep: the graph rebuilt from {_files(sources)} on this worker (fingerprint {loaded_fingerprint:#018x}) "
@@ -250,11 +252,11 @@ def _predictor_for(sources: tuple, layers: Optional[str], fingerprint: int):
 
 
 @functools.lru_cache(maxsize=4)
-def _load_for_worker(sources: tuple, layers: Optional[str]):
+def _load_for_worker(sources: tuple, layers: Optional[str], iterations: Optional[str]):
     """(fingerprint, predictor) of the graph in these files; the baseline is simulated once per process."""
     from . import load  # the package's load, which knows every form of `sources`
 
-    graph = load(sources[0] if len(sources) == 1 else list(sources), layers)
+    graph = load(sources[0] if len(sources) == 1 else list(sources), layers, iterations)
     return graph.fingerprint(), _core._Predictor(graph)
 
 

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "common.hpp"
+#include "daydream/replay.hpp"
 
 namespace daydream::python {
 namespace {
@@ -126,7 +127,18 @@ void init_graph(py::module_& m) {
              std::vector<std::string> names;
              for (const auto& it : g->graph.iterations()) names.push_back(it.name);
              return names;
-           }, "Names of the ProfilerStep iterations, in order (Task.iteration indexes this list).")
+           }, "Names of the iterations (ProfilerStep#N, step N, ...), in order (Task.iteration indexes this list).")
+      .def_property_readonly("iteration_rule", [](const GraphPtr& g) {
+             const IterationRule& rule = g->graph.iteration_rule;
+             py::dict d;
+             d["pattern"] = rule.pattern.empty() ? py::object(py::none()) : py::object(py::str(rule.pattern));
+             d["form"] = rule.form;
+             d["measure"] = std::string(to_string(rule.measure));
+             d["thread"] = rule.thread;
+             d["description"] = describe(rule);
+             return d;
+           }, "Which ranges are the iterations and how they are measured: {pattern (the iterations= regex or "
+              "None), form, measure ('range' or 'start_to_start'), thread, description}.")
       .def_property_readonly("source_path", [](const GraphPtr& g) { return g->graph.source_path; },
                              "The trace file the graph was built from.")
       .def("edge_counts", [](const GraphPtr& g) {

@@ -32,32 +32,41 @@ GraphPtr loaded_box(Graph graph, const std::vector<Path>& paths, const std::opti
 }
 
 /// Every rank of one job: one graph (include/daydream/job.hpp). Without the GIL.
-GraphPtr load_job_box(const std::vector<Path>& paths, const std::optional<Path>& layers) {
+GraphOptions graph_options(const std::optional<std::string>& iterations) {
+  GraphOptions options;
+  options.iterations = iterations.value_or("");
+  return options;
+}
+
+GraphPtr load_job_box(const std::vector<Path>& paths, const std::optional<Path>& layers, const GraphOptions& options) {
   const std::vector<Path> files = expand_trace_inputs(paths);  // the sources are the files, not the folders
-  return loaded_box(load_job(files), files, layers);
+  return loaded_box(load_job(files, {options, 0}), files, layers);
 }
 
-GraphPtr load(const Path& path, const std::optional<Path>& layers) {
+GraphPtr load(const Path& path, const std::optional<Path>& layers, const std::optional<std::string>& iterations) {
   py::gil_scoped_release release;
-  if (std::filesystem::is_directory(path)) return load_job_box({path}, layers);
-  return loaded_box(build_graph(load_trace(path)), {path}, layers);
+  if (std::filesystem::is_directory(path)) return load_job_box({path}, layers, graph_options(iterations));
+  return loaded_box(build_graph(load_trace(path), graph_options(iterations)), {path}, layers);
 }
 
-GraphPtr load_ranks(const std::vector<Path>& paths, const std::optional<Path>& layers) {
+GraphPtr load_ranks(const std::vector<Path>& paths, const std::optional<Path>& layers,
+                    const std::optional<std::string>& iterations) {
   py::gil_scoped_release release;
-  return load_job_box(paths, layers);
+  return load_job_box(paths, layers, graph_options(iterations));
 }
 
 }  // namespace
 
 void init_load(py::module_& m) {
-  m.def("load", &load, py::arg("path"), py::arg("layers") = py::none(),
-        "Reads a trace (any supported format: Kineto Chrome-trace JSON, plain or gzip-compressed) and builds "
-        "its task graph. layers: None, or the path of a JSON layer file (see docs/formats.md) giving tasks a "
-        "layer and a phase. The graph remembers both files (Graph.sources, Graph.layer_file) so that "
+  m.def("load", &load, py::arg("path"), py::arg("layers") = py::none(), py::arg("iterations") = py::none(),
+        "Reads a trace (any supported format: Kineto Chrome-trace JSON, plain or gzip-compressed; Nsight Systems "
+        "SQLite) and builds its task graph. layers: None, or the path of a JSON layer file (see docs/formats.md) "
+        "giving tasks a layer and a phase. iterations: None (ranges named ProfilerStep#N, else step N, iteration N "
+        "or iter N) or a regular expression naming the ranges that are iterations (measured start to start; see "
+        "Graph.iteration_rule). The graph remembers both files (Graph.sources, Graph.layer_file) so that "
         "daydream.sweep(..., executor=...) can rebuild it on other processes. Raises daydream.Error (naming the "
         "file, event and field) for unreadable input. A directory loads every trace in it as one job (below).");
-  m.def("load", &load_ranks, py::arg("paths"), py::arg("layers") = py::none(),
+  m.def("load", &load_ranks, py::arg("paths"), py::arg("layers") = py::none(), py::arg("iterations") = py::none(),
         "Reads the traces of every rank of one distributed job (files or directories; distributedInfo gives "
         "each one's rank) and merges them into one graph: clocks aligned on the collectives, each collective "
         "matched across ranks (process group, name, sequence) and coupled so that it ends on no rank before "
