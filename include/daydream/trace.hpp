@@ -99,6 +99,14 @@ struct Flow {
   bool is_start = true;        ///< `ph: s` (true) or `ph: f` (false)
 };
 
+/// A stretch during which a CPU thread was not running (switched out by the OS scheduler:
+/// blocked on a futex, a queue, I/O, or preempted), from Nsight's SCHED_EVENTS.
+struct OffCpuInterval {
+  std::uint32_t lane = 0;  ///< index into Trace::lanes
+  TimeNs start_ns = 0;     ///< switched out
+  TimeNs end_ns = 0;       ///< switched back in
+};
+
 /// How bad an import oddity is (the Perfetto trace processor's stat severities).
 enum class Severity : std::uint8_t { info, error, data_loss };
 std::string_view to_string(Severity severity);
@@ -110,6 +118,7 @@ struct ImportStat {
   std::string description;   ///< what the counter means and what daydream did about it
   std::int64_t count = 0;
   std::int64_t first_event = kNone;  ///< source index of the first event counted, if any
+  TimeNs total_ns = 0;               ///< time the counted occurrences cover, where they are stretches of time
 };
 
 /// Everything odd met while importing and building a graph, counted instead of dropped silently.
@@ -118,7 +127,11 @@ class ImportReport {
   /// Counts one occurrence of `key`; the first call fixes severity and description.
   void count(std::string_view key, Severity severity, std::string_view description,
              std::int64_t event = kNone, std::int64_t n = 1);
+  /// As count(), adding `duration_ns` to the counter's total_ns (time kept as a delay, say).
+  void count_time(std::string_view key, Severity severity, std::string_view description, TimeNs duration_ns,
+                  std::int64_t event = kNone);
   std::int64_t get(std::string_view key) const;
+  TimeNs total_ns(std::string_view key) const;
   const std::vector<ImportStat>& stats() const { return stats_; }
 
  private:
@@ -143,6 +156,10 @@ struct Trace {
   std::vector<std::string> strings;
   std::vector<CollectiveInfo> collectives;
   std::vector<Flow> flows;
+  /// Off-CPU stretches of the CPU lanes that have scheduling data, sorted by lane then start;
+  /// `scheduled_lanes` lists those lanes (a lane without data says nothing about its waits).
+  std::vector<OffCpuInterval> off_cpu;
+  std::vector<std::uint32_t> scheduled_lanes;
   ImportReport report;
   std::uint64_t bytes_read = 0;  ///< size of the decoded (uncompressed) input
 

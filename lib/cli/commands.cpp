@@ -93,7 +93,8 @@ void print_stats_table(const GraphStats& s) {
              format_ms(s.calibration.launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)]),
              format_ms(s.calibration.gpu_gap_ns), s.calibration.launch_samples, s.calibration.gap_samples);
   for (const auto& stat : s.report)
-    fmt::print("  {:<40} {:<9} {:>8}  {}\n", stat.key, to_string(stat.severity), stat.count, stat.description);
+    fmt::print("  {:<40} {:<9} {:>8}  {}{}\n", stat.key, to_string(stat.severity), stat.count,
+               stat.total_ns > 0 ? fmt::format("[{} ms] ", format_ms(stat.total_ns)) : std::string(), stat.description);
 }
 
 void print_layer_table(const LayerReport& r) {

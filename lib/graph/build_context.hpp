@@ -4,6 +4,7 @@
 // Trace::events (not file indices).
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +21,17 @@ ApiRole api_role(std::string_view name);
 struct TaskTimes {
   TimeNs start = 0;  ///< recorded start, relative to the origin
   TimeNs end = 0;    ///< recorded end, relative to the origin
+};
+
+/// The off-CPU stretches of one thread (Trace::off_cpu), relative to the origin, by start.
+struct ThreadSchedule {
+  bool known = false;  ///< the trace has scheduling data for this thread
+  std::vector<std::pair<TimeNs, TimeNs>> off;
+
+  /// The last switch-in in (from, to], if any.
+  std::optional<TimeNs> last_switch_in(TimeNs from, TimeNs to) const;
+  /// Time off CPU within [from, to].
+  TimeNs off_cpu_within(TimeNs from, TimeNs to) const;
 };
 
 struct BuildContext {
@@ -40,6 +52,7 @@ struct BuildContext {
   std::vector<TaskId> launched_by;           ///< per task (GPU): the API task that launched it
   std::vector<std::uint8_t> woken;           ///< per task (CPU): a cross_thread edge explains its start
   std::vector<CpuRange> ranges;              ///< every CPU range, for Graph::ranges()
+  std::vector<ThreadSchedule> schedules;     ///< per unit (empty, unknown, for GPU streams)
   /// (CPU task, autograd sequence number of its innermost operator that has one)
   std::vector<std::pair<TaskId, std::int64_t>> task_sequence;
   /// (correlation, event position) of GPU activities and of cuda_sync records, sorted.

@@ -2,33 +2,79 @@
 //
 // PyTorch hands work between threads without recording it: the main thread calls backward() and
 // sleeps while the autograd thread runs, then wakes when it is done. daydream infers such
-// hand-offs: when an operator thread resumes after being idle for longer than
-// GraphOptions::thread_idle_ns, the latest task on another operator thread that ended during the
+// hand-offs: when a worker thread resumes after being idle for longer than
+// GraphOptions::thread_idle_ns, the latest task on another worker thread that ended during the
 // idle time (within GraphOptions::wake_window_ns of the resumption) is taken as what woke it.
-// Threads that only make CUDA calls (the NCCL watchdog, callback threads) are background
+// Worker threads are those with operator or annotation tasks, or that launch GPU work (an
+// autograd or DALI thread in an Nsight profile has only CUDA calls). Threads that only make
+// CUDA calls without launching anything (the NCCL watchdog, callback threads) are background
 // threads: they neither wake nor are woken.
+//
+// Where the trace records the thread's scheduling (Nsight SCHED_EVENTS), an idle stretch is a
+// wait only if the thread was switched out in it: the resumption is its last switch-in there, and
+// a stretch in which it kept running is CPU work (Python) kept as a delay. A wait whose waker is
+// not in the trace (a DataLoader worker process, a timer) stays a delay too, counted in the
+// import report with its off-CPU time (`unexplained_waits`); without scheduling data, long gaps
+// without a waker are counted as `unexplained_gaps`.
 //
 // The same holds inside an operator or annotation: the main thread's wait for backward is
 // recorded as time owned by `ProfilerStep#N`. A CPU segment longer than thread_idle_ns during
-// which another operator thread's task ended (within wake_window_ns of the segment's end) is
-// taken as a wait for it: it gets a cross_thread edge, and its duration shrinks to the time after
-// the waker ended, as a blocking CUDA call's does.
+// which another worker thread's task ended (within wake_window_ns of the segment's end, or of
+// its last switch-in) is taken as a wait for it: it gets a cross_thread edge, and its duration
+// shrinks to the time after the waker ended, as a blocking CUDA call's does.
 //
 // The cpu_sequential edge into a task keeps the recorded gap (CPU time no event covers: Python
 // and framework overhead) unless a cross_thread edge explains the start; then the idle time was
 // waiting and the gap becomes 0 while the cross_thread edge carries the wake-up latency.
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "graph/build_context.hpp"
 
 namespace daydream {
+
+std::optional<TimeNs> ThreadSchedule::last_switch_in(TimeNs from, TimeNs to) const {
+  // The stretches are disjoint and sorted, so their ends are sorted too.
+  auto it = std::upper_bound(off.begin(), off.end(), to, [](TimeNs t, const auto& o) { return t < o.second; });
+  if (it == off.begin()) return std::nullopt;
+  const TimeNs in = std::prev(it)->second;
+  return in > from ? std::optional<TimeNs>(in) : std::nullopt;
+}
+
+TimeNs ThreadSchedule::off_cpu_within(TimeNs from, TimeNs to) const {
+  TimeNs total = 0;
+  auto it = std::upper_bound(off.begin(), off.end(), from, [](TimeNs t, const auto& o) { return t < o.second; });
+  for (; it != off.end() && it->first < to; ++it) total += std::min(to, it->second) - std::max(from, it->first);
+  return total;
+}
+
 namespace {
+
+/// Per unit, its off-CPU stretches from the trace (relative to the origin).
+std::vector<ThreadSchedule> thread_schedules(const BuildContext& ctx) {
+  std::vector<ThreadSchedule> schedules(ctx.graph.units().size());
+  for (std::uint32_t lane : ctx.trace.scheduled_lanes)
+    if (ctx.lane_unit[lane] != BuildContext::kNoUnit) schedules[ctx.lane_unit[lane]].known = true;
+  for (const OffCpuInterval& o : ctx.trace.off_cpu) {
+    const UnitId unit = ctx.lane_unit[o.lane];
+    if (unit != BuildContext::kNoUnit) schedules[unit].off.emplace_back(ctx.rel(o.start_ns), ctx.rel(o.end_ns));
+  }
+  return schedules;
+}
 
 bool has_operator_tasks(const BuildContext& ctx, UnitId u) {
   for (TaskId t : ctx.unit_tasks[u])
     if (ctx.graph.task(t).kind == TaskKind::cpu) return true;
   return false;
+}
+
+/// Per unit: whether one of its calls launched GPU work in the trace.
+std::vector<std::uint8_t> launching_units(const BuildContext& ctx) {
+  std::vector<std::uint8_t> launches(ctx.graph.units().size(), 0);
+  for (TaskId launcher : ctx.launched_by)
+    if (launcher != kNoTask) launches[ctx.graph.task(launcher).unit] = 1;
+  return launches;
 }
 
 struct ThreadEnds {
@@ -39,12 +85,14 @@ struct ThreadEnds {
 class CrossThreadInference {
  public:
   explicit CrossThreadInference(BuildContext& ctx) : ctx_(ctx) {
+    const auto launches = launching_units(ctx);
     for (UnitId u = 0; u < ctx.graph.units().size(); ++u) {
       if (ctx.graph.units()[u].kind != UnitKind::cpu_thread) continue;
-      if (!has_operator_tasks(ctx, u)) {
+      if (!has_operator_tasks(ctx, u) && !launches[u]) {
         ctx.graph.unit(u).background = true;
         ctx.count("background_threads", Severity::info,
-                  "CPU threads with CUDA calls but no operators (e.g. NCCL watchdog): no cross_thread edges");
+                  "CPU threads with CUDA calls but no operators and no launches (e.g. NCCL watchdog): no "
+                  "cross_thread edges");
         continue;
       }
       ThreadEnds t{u, {}};
@@ -85,12 +133,22 @@ class CrossThreadInference {
     return waker;
   }
 
+  /// When the thread resumed in (from, to]: its last switch-in there, `to` itself without
+  /// scheduling data, or nothing when it kept running (the stretch was CPU work, not a wait).
+  std::optional<TimeNs> resumption(UnitId unit, TimeNs from, TimeNs to) const {
+    const ThreadSchedule& schedule = ctx_.schedules[unit];
+    if (!schedule.known) return to;
+    return schedule.last_switch_in(from, to);
+  }
+
   void wake_after_gap(UnitId unit, TaskId woken, TimeNs idle_since) {
     const TimeNs start = ctx_.times[woken].start;
-    const TaskId waker = latest_end_before(unit, start + ctx_.options.contradiction_tolerance_ns);
+    const auto resumed = resumption(unit, idle_since, start);
+    if (!resumed) return;
+    const TaskId waker = latest_end_before(unit, *resumed + ctx_.options.contradiction_tolerance_ns);
     if (waker == kNoTask) return;
     const TimeNs waker_end = ctx_.times[waker].end;
-    if (waker_end < idle_since || start - waker_end > ctx_.options.wake_window_ns) return;
+    if (waker_end < idle_since || *resumed - waker_end > ctx_.options.wake_window_ns) return;
     const TimeNs latency = std::max<TimeNs>(0, start - waker_end);
     ctx_.graph.add_edge(waker, woken, {EdgeType::cross_thread, Timing::finish_to_start, latency, true});
     ctx_.woken[woken] = 1;
@@ -98,10 +156,12 @@ class CrossThreadInference {
 
   void wake_inside_segment(UnitId unit, TaskId segment) {
     const TaskTimes& times = ctx_.times[segment];
-    const TaskId waker = latest_end_before(unit, times.end + ctx_.options.contradiction_tolerance_ns);
+    const auto resumed = resumption(unit, times.start, times.end);
+    if (!resumed) return;
+    const TaskId waker = latest_end_before(unit, *resumed + ctx_.options.contradiction_tolerance_ns);
     if (waker == kNoTask) return;
     const TimeNs waker_end = ctx_.times[waker].end;
-    if (waker_end <= times.start || times.end - waker_end > ctx_.options.wake_window_ns) return;
+    if (waker_end <= times.start || *resumed - waker_end > ctx_.options.wake_window_ns) return;
     ctx_.graph.add_edge(waker, segment, {EdgeType::cross_thread, Timing::finish_to_start, 0, true});
     ctx_.graph.task(segment).duration_ns = std::max<TimeNs>(0, times.end - std::max(times.start, waker_end));
     ctx_.count("waits_inside_cpu_ranges", Severity::info,
@@ -116,15 +176,46 @@ class CrossThreadInference {
 
 }  // namespace
 
-void build_cross_thread_edges(BuildContext& ctx) { CrossThreadInference(ctx).run(); }
+void build_cross_thread_edges(BuildContext& ctx) {
+  ctx.schedules = thread_schedules(ctx);
+  CrossThreadInference(ctx).run();
+}
+
+namespace {
+
+/// A long gap kept as a delay: counted, with the time the thread was off CPU in it (scheduling
+/// data) or the whole gap (none), so that `stats` shows how much of the run no dependency explains.
+void count_kept_gap(BuildContext& ctx, UnitId unit, TaskId next, TimeNs from, TimeNs to) {
+  if (to - from <= ctx.options.thread_idle_ns || ctx.graph.units()[unit].background) return;
+  const ThreadSchedule& schedule = ctx.schedules[unit];
+  const std::int64_t event = ctx.graph.task(next).source_event;
+  if (!schedule.known) {
+    ctx.graph.report().count_time("unexplained_gaps", Severity::info,
+                                  "idle stretches longer than thread_idle_ns with no waker in the trace and no "
+                                  "scheduling data: CPU work or a wait for something not traced, kept as delays",
+                                  to - from, event);
+    return;
+  }
+  const TimeNs off = schedule.off_cpu_within(from, to);
+  if (off > ctx.options.thread_idle_ns)
+    ctx.graph.report().count_time("unexplained_waits", Severity::info,
+                                  "stretches in which a thread was switched out (blocked) with no waker in the "
+                                  "trace (another process, I/O, a timer): kept as delays; total = off-CPU time",
+                                  off, event);
+}
+
+}  // namespace
 
 void build_cpu_sequential_edges(BuildContext& ctx) {
   for (UnitId u = 0; u < ctx.graph.units().size(); ++u) {
     if (ctx.graph.units()[u].kind != UnitKind::cpu_thread) continue;
     const auto& tasks = ctx.unit_tasks[u];
+    TimeNs busy_until = tasks.empty() ? 0 : ctx.times[tasks.front()].end;
     for (std::size_t i = 1; i < tasks.size(); ++i) {
       const TaskId prev = tasks[i - 1], next = tasks[i];
       const TimeNs gap = ctx.woken[next] ? 0 : std::max<TimeNs>(0, ctx.times[next].start - ctx.times[prev].end);
+      if (!ctx.woken[next]) count_kept_gap(ctx, u, next, busy_until, ctx.times[next].start);
+      busy_until = std::max(busy_until, ctx.times[next].end);
       ctx.graph.add_edge(prev, next, {EdgeType::cpu_sequential, Timing::finish_to_start, gap, false});
     }
   }

@@ -43,6 +43,17 @@ void ImportReport::count(std::string_view key, Severity severity, std::string_vi
   stats_[it->second].count += n;
 }
 
+void ImportReport::count_time(std::string_view key, Severity severity, std::string_view description,
+                              TimeNs duration_ns, std::int64_t event) {
+  count(key, severity, description, event);
+  stats_[index_.find(std::string(key))->second].total_ns += duration_ns;
+}
+
+TimeNs ImportReport::total_ns(std::string_view key) const {
+  auto it = index_.find(std::string(key));
+  return it == index_.end() ? 0 : stats_[it->second].total_ns;
+}
+
 std::int64_t ImportReport::get(std::string_view key) const {
   auto it = index_.find(std::string(key));
   return it == index_.end() ? 0 : stats_[it->second].count;

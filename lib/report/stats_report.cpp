@@ -46,6 +46,7 @@ std::string to_json(const GraphStats& s) {
   for (const auto& stat : s.report) {
     w.begin_object().key("key").value(stat.key).key("severity").value(to_string(stat.severity));
     w.key("count").value(stat.count).key("first_event").value(stat.first_event);
+    if (stat.total_ns > 0) w.key("total_ms").milliseconds(stat.total_ns);
     w.key("description").value(stat.description).end_object();
   }
   return w.end_array().end_object().str();

@@ -168,6 +168,7 @@ class NsysParser {
     read_memsets();
     read_syncs();
     read_nvtx();
+    read_scheduling();
     finish();
     return std::move(trace_);
   }
@@ -444,6 +445,42 @@ class NsysParser {
       }
       add(EventKind::user_annotation, *start, *end, name, cpu_lane(*tid), kNone);
     });
+  }
+
+  // --- thread scheduling --------------------------------------------------------------------------
+
+  // SCHED_EVENTS (nsys --sample/--cpuctxsw): one row per context switch, isSchedIn 1 when the
+  // thread is switched in. A thread is off CPU from a switch-out to its next switch-in; only
+  // threads that already have CUDA or NVTX events are kept.
+  void read_scheduling() {
+    const Table t = table("SCHED_EVENTS");
+    if (!t.has("start") || !t.has("isSchedIn") || !t.has("globalTid")) return;
+    std::map<std::uint32_t, std::vector<std::pair<std::int64_t, bool>>> switches;  // lane -> (time, in)
+    Statement stmt(db_, "SELECT globalTid, start, isSchedIn FROM SCHED_EVENTS ORDER BY globalTid, start", t.name);
+    while (stmt.step()) {
+      if (stmt.type(0) != SQLITE_INTEGER || stmt.type(1) != SQLITE_INTEGER || stmt.type(2) != SQLITE_INTEGER) continue;
+      const auto thread = nsys::decode_global_tid(stmt.int64(0));
+      const auto lane = existing_cpu_lane(thread.pid, thread.tid);
+      if (lane) switches[*lane].emplace_back(stmt.int64(1), stmt.int64(2) != 0);
+    }
+    for (const auto& [lane, list] : switches) add_off_cpu(lane, list);
+  }
+
+  std::optional<std::uint32_t> existing_cpu_lane(std::int64_t pid, std::int64_t tid) const {
+    for (std::uint32_t i = 0; i < trace_.lanes.size(); ++i) {
+      const Lane& l = trace_.lanes[i];
+      if (l.kind == LaneKind::cpu_thread && l.process == pid && l.thread == tid) return i;
+    }
+    return std::nullopt;
+  }
+
+  void add_off_cpu(std::uint32_t lane, const std::vector<std::pair<std::int64_t, bool>>& list) {
+    trace_.scheduled_lanes.push_back(lane);
+    std::optional<std::int64_t> out;
+    for (const auto& [time, in] : list) {
+      if (!in) out = time;
+      else if (out) trace_.off_cpu.push_back({lane, *out, time}), out.reset();
+    }
   }
 
   // --- GPU side ---------------------------------------------------------------------------------
