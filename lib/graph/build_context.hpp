@@ -104,6 +104,8 @@ void build_gpu_tasks(BuildContext& ctx);
 void build_sync_edges(BuildContext& ctx);
 void build_cross_thread_edges(BuildContext& ctx);
 void build_cpu_sequential_edges(BuildContext& ctx);
+/// Removes one edge per cycle (inferred and most contradicted first), counted in the report.
+void break_cycles(BuildContext& ctx);
 void assign_iterations(BuildContext& ctx);
 
 }  // namespace daydream

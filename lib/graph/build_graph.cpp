@@ -4,7 +4,6 @@
 #include <optional>
 #include <tuple>
 
-#include "daydream/error.hpp"
 #include "graph/build_context.hpp"
 
 namespace daydream {
@@ -118,13 +117,11 @@ Graph build_graph(const Trace& trace, const GraphOptions& options) {
   build_sync_edges(ctx);
   build_cross_thread_edges(ctx);
   build_cpu_sequential_edges(ctx);
+  break_cycles(ctx);  // before releases: a dropped edge can leave a task without predecessors
   set_releases(ctx);
   assign_iterations(ctx);
   graph.set_ranges(std::move(ctx.ranges));
   keep_collectives(ctx);
-  if (auto cycle = graph.find_cycle(); !cycle.empty())
-    throw Error(trace.path, Error::kNoEvent, "", "internal: the built graph has a cycle through task " +
-                                                     std::to_string(cycle.front()));
   return graph;
 }
 

@@ -162,11 +162,23 @@ class CrossThreadInference {
     if (waker == kNoTask) return;
     const TimeNs waker_end = ctx_.times[waker].end;
     if (waker_end <= times.start || *resumed - waker_end > ctx_.options.wake_window_ns) return;
+    if (waker_end > times.end) return drop_contradicted(segment);
     ctx_.graph.add_edge(waker, segment, {EdgeType::cross_thread, Timing::finish_to_start, 0, true});
     ctx_.graph.task(segment).duration_ns = std::max<TimeNs>(0, times.end - std::max(times.start, waker_end));
     ctx_.count("waits_inside_cpu_ranges", Severity::info,
                "long CPU segments taken as waits for another thread (cross_thread edge; duration = time after the "
                "waker ended)",
+               ctx_.graph.task(segment).source_event);
+  }
+
+  // A segment that ended before its candidate waker did cannot have waited for it (the wait is
+  // its time before the waker's end; CPU threads share one clock, so there is no skew to allow).
+  // Accepted within the tolerance, two overlapping ranges on two threads ending < 2 us apart
+  // (a DALI operator and the main thread's `forward`) each waited for the other: a cycle.
+  void drop_contradicted(TaskId segment) {
+    ctx_.count("cross_thread_contradicted", Severity::info,
+               "long CPU segments whose latest candidate waker on another thread ended after the segment: no "
+               "cross_thread edge",
                ctx_.graph.task(segment).source_event);
   }
 

@@ -1,6 +1,8 @@
 // Exact graphs built from small hand-written traces: every task, edge type, timing and delay.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "daydream/simulate.hpp"
 #include "unit/graph_helpers.hpp"
 #include "unit/trace_builder.hpp"
@@ -190,6 +192,48 @@ TEST_CASE("cross_thread: autograd hand-off and the main thread's wait inside Pro
   faster.task(backward_tail).duration_ns -= 100 * us;
   r = simulate(faster);
   CHECK(r.end_ns[task_named(g, "ProfilerStep#1", 2)] == 300 * us);
+}
+
+TEST_CASE("cross_thread: a range that ended before its candidate waker did not wait for it", "[graph]") {
+  // Two overlapping ranges on two threads, ending 0.8 us apart (within the contradiction
+  // tolerance): only the one ending later can have waited for the other.
+  const Graph g = test::graph_of(test::KinetoJson()
+                                     .cpu_op("main_head", 0, 10, 1)
+                                     .cpu_op("forward", 10, 290, 1)
+                                     .cpu_op("loader_head", 0, 10, 2)
+                                     .cpu_op("loader", 20, 280.8, 2)
+                                     .str());
+  const TaskId forward = task_named(g, "forward"), loader = task_named(g, "loader");
+  CHECK(test::count_of(g, EdgeType::cross_thread) == 1);
+  REQUIRE(edge_between(g, forward, loader));
+  CHECK_FALSE(edge_between(g, loader, forward));
+  CHECK(g.report().get("cross_thread_contradicted") == 1);
+  CHECK(g.report().get("cycle_edges_dropped") == 0);
+  CHECK(g.task(forward).duration_ns == 290 * us);  // no wait: it keeps its recorded time
+}
+
+TEST_CASE("safety net: a cycle the rules close loses its most contradicted inferred edge", "[graph]") {
+  // Two threads resume after an idle gap within the tolerance of each other's end: each is taken
+  // as woken by the other (a after b: 1.5 us back in time; b after a: 0.5 us).
+  const Graph g = test::graph_of(test::KinetoJson()
+                                     .cpu_op("a_head", 0, 5, 1)
+                                     .cpu_op("a", 100, 1, 1)
+                                     .cpu_op("b_head", 0, 5, 2)
+                                     .cpu_op("b", 100.5, 1, 2)
+                                     .str());
+  const TaskId a = task_named(g, "a"), b = task_named(g, "b");
+  CHECK(g.find_cycle().empty());
+  CHECK(g.report().get("cycle_edges_dropped") == 1);
+  CHECK_FALSE(edge_between(g, b, a));  // the more contradicted one
+  REQUIRE(edge_between(g, a, b));
+  CHECK(edge_between(g, a, b)->type == EdgeType::cross_thread);
+  const auto& stats = g.report().stats();
+  const auto dropped = std::find_if(stats.begin(), stats.end(), [](const auto& s) { return s.key == "cycle_edges_dropped"; });
+  REQUIRE(dropped != stats.end());
+  CHECK(dropped->severity == Severity::error);
+  CHECK(dropped->description.find("inferred cross_thread edge 'b' -> 'a'") != std::string::npos);
+  const auto r = simulate(g);  // the graph stays usable
+  CHECK(r.start_ns[b] >= r.end_ns[a]);
 }
 
 TEST_CASE("collectives are communication tasks with communication edges", "[graph]") {

@@ -339,8 +339,9 @@ TEST_CASE("real traces: the replay report is byte-identical across independent r
 TEST_CASE("real traces: every shared Kineto trace loads without unsupported phases", "[real][ingest]") {
   SKIP_WITHOUT_SHARED_TRACES();
   const auto files = all_kineto_traces();
-  // 2 resnet50 + 1 ddp-resnet + 1 ddp-convnet + 8 dlrm + 3 cuda-sync-small + resnet + linear.
-  CHECK(files.size() == 17);
+  // 2 resnet50 + 1 ddp-resnet + 1 ddp-convnet + 8 dlrm + 3 cuda-sync-small + resnet + linear
+  // + patterns/sidestream-hold.
+  CHECK(files.size() == 18);
   for (const auto& file : files) {
     INFO(file.string());
     Trace trace;
