@@ -109,7 +109,10 @@ std::vector<std::string> pairing_notes(const Validation& v, const std::vector<Me
     if (!c.compared && c.predicted_ns >= 0)
       notes.push_back(fmt::format("iterations are measured start to start; '{}' is measured as its range (no next "
                                   "start) in one run: left out of the statistics", c.name));
-  if (describe(v.before_rule) != describe(v.after_rule))
+  const auto same_rule = [](const IterationRule& a, const IterationRule& b) {  // threads differ between runs
+    return a.form == b.form && a.pattern == b.pattern && a.measure == b.measure;
+  };
+  if (!same_rule(v.before_rule, v.after_rule))
     notes.push_back(fmt::format("the runs mark iterations differently: BEFORE {}; AFTER {}", describe(v.before_rule),
                                 describe(v.after_rule)));
   return notes;
