@@ -55,6 +55,15 @@ int run_sweep(const SweepCommandOptions& options);
 
 int run_scenarios(bool json);
 
+struct ValidateOptions {
+  std::string before, after;  ///< the run the prediction starts from, and the measured run it predicts
+  std::string scenario;       ///< one spec (no grids)
+  std::string iterations;     ///< --iterations REGEX for both runs (empty: defaults)
+  std::string layer_file;     ///< applied to BEFORE
+  bool json = false;
+};
+int run_validate(const ValidateOptions& options);
+
 // Shared by the commands (commands.cpp, sweep_table.cpp).
 
 /// Loads and builds the trace's graph (a job graph for several traces or a directory), then

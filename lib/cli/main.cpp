@@ -61,6 +61,22 @@ CLI::App* add_sweep_command(CLI::App& app, daydream::cli::SweepCommandOptions& o
   return sweep;
 }
 
+CLI::App* add_validate_command(CLI::App& app, daydream::cli::ValidateOptions& options) {
+  auto* validate = app.add_subcommand("validate", "Predict AFTER from BEFORE with a scenario and compare with AFTER's "
+                                                  "measured iterations: per iteration, median, mean and their errors");
+  validate->add_option("BEFORE", options.before, "Trace the prediction starts from (any format predict reads)")
+      ->required();
+  validate->add_option("AFTER", options.after, "Trace of the run with the change made, measured")->required();
+  validate->add_option("--scenario", options.scenario,
+                       "Scenario: name or name:key=value,... (`daydream scenarios` lists them)")->required();
+  validate->add_flag("--json", options.json, "Print one JSON object instead of a table");
+  validate->add_option("--iterations", options.iterations,
+                       "Regular expression (ECMAScript) naming the ranges that are iterations in both traces, "
+                       "measured start to start (default: ProfilerStep#N, else step N, iteration N or iter N)");
+  validate->add_option("--layers", options.layer_file, "JSON layer file to apply to BEFORE first (see docs/formats.md)");
+  return validate;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,6 +100,8 @@ int main(int argc, char** argv) {
   auto* predict = add_predict_command(app, predict_options);
   daydream::cli::SweepCommandOptions sweep_options;
   auto* sweep = add_sweep_command(app, sweep_options);
+  daydream::cli::ValidateOptions validate_options;
+  auto* validate = add_validate_command(app, validate_options);
   bool scenarios_json = false;
   auto* scenarios = app.add_subcommand("scenarios", "List the scenarios with their parameters (kind, range, default)");
   scenarios->add_flag("--json", scenarios_json, "Print one JSON object instead of text");
@@ -95,6 +113,7 @@ int main(int argc, char** argv) {
     if (layers->parsed()) return daydream::cli::run_layers(layer_options);
     if (predict->parsed()) return daydream::cli::run_predict(predict_options);
     if (sweep->parsed()) return daydream::cli::run_sweep(sweep_options);
+    if (validate->parsed()) return daydream::cli::run_validate(validate_options);
     if (scenarios->parsed()) return daydream::cli::run_scenarios(scenarios_json);
   } catch (const daydream::Error& e) {
     spdlog::error("{}", e.what());

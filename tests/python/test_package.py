@@ -10,8 +10,9 @@ def test_exports():
     assert set(daydream.__all__) == {
         "EDGE_TYPES", "PHASES", "TASK_KINDS", "UNIT_KINDS", "Error", "Graph", "Result", "Task",
         "TaskSet", "__version__", "load", "Prediction", "scenarios", "describe", "predict",
-        "apply_scenario", "sweep", "write_timeline"}
-    for name in set(daydream.__all__) - {"sweep"}:  # sweep is written in Python (daydream/_sweep.py)
+        "apply_scenario", "sweep", "validate", "write_timeline"}
+    # sweep and validate are written in Python (daydream/_sweep.py, daydream/_validate.py)
+    for name in set(daydream.__all__) - {"sweep", "validate"}:
         assert getattr(daydream, name) is getattr(_core, name)
     assert daydream.TASK_KINDS == ("cpu", "runtime", "kernel", "memcpy", "memset", "communication")
     assert daydream.PHASES == ("forward", "backward", "update", "data_loading", "unknown")

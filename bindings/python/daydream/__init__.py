@@ -15,6 +15,11 @@ or with the library's scenarios (daydream.scenarios() lists them)::
     print(daydream.predict(graph, "faster_gpu:factor=2").speedup)
     frame = daydream.sweep(graph, ["amp", "faster_gpu:factor=1.5|2|4"])
 
+and check a prediction against a measured run (predict AFTER from BEFORE, compare)::
+
+    frame = daydream.validate("before.json.gz", "after.json.gz", "amp")
+    print(frame.attrs["error"]["mean"])
+
 See docs/python.md for the whole API; daydream.plot draws sweeps and timelines (matplotlib).
 """
 
@@ -42,6 +47,7 @@ from ._core import (
 )
 from . import plot
 from ._sweep import sweep
+from ._validate import validate
 
 Error.__module__ = "daydream"
 
@@ -67,5 +73,6 @@ __all__ = [
     "predict",
     "scenarios",
     "sweep",
+    "validate",
     "write_timeline",
 ]

@@ -20,6 +20,7 @@
 #include "daydream/error.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/replay.hpp"
+#include "daydream/validate.hpp"
 
 namespace daydream::python {
 namespace {
@@ -308,6 +309,17 @@ void write_timeline(const std::filesystem::path& path, const py::dict& timelines
   write_chrome_trace(path.string(), out);
 }
 
+/// daydream.validate's core: the JSON of `daydream validate --json` (the pure-Python
+/// daydream/_validate.py makes it a DataFrame). Without the GIL.
+std::string validate_json(const GraphPtr& before, const GraphPtr& after, const std::string& text) {
+  const ScenarioSpec spec = single_spec(text, "validate");
+  resolve_params(find_scenario(spec.name), spec);  // Error before the baseline is simulated
+  const PredictorData predictor = make_predictor(before);
+  py::gil_scoped_release release;
+  std::shared_lock lock(after->mutex);
+  return to_json(validate(*predictor.predictor, after->graph, spec));
+}
+
 }  // namespace
 
 void init_predict(py::module_& m) {
@@ -376,6 +388,9 @@ void init_predict(py::module_& m) {
         "Applies a scenario (\"name\" or \"name:key=value,...\") to a copy of the graph, simulates both and "
         "returns a Prediction. The graph is not changed. Runs without the GIL; daydream.Error for an unknown "
         "scenario or parameter, a value out of range, or a graph the scenario cannot apply to.");
+  m.def("_validate", &validate_json, py::arg("before"), py::arg("after"), py::arg("spec"),
+        "Internal (daydream.validate): predicts spec from `before` and compares it with the iterations `after` "
+        "measured; returns the JSON of `daydream validate --json`.");
   m.def("apply_scenario", &apply_in_place, py::arg("graph"), py::arg("spec"),
         "Applies a scenario to the graph in place (to combine it with your own changes) and returns its notes. "
         "A scenario that also picks a schedule warns: Graph.simulate() keeps trace order.");
