@@ -1,4 +1,5 @@
 // The reader registry: adding a trace format adds one line here.
+#include "ingest/clock_alignment.hpp"
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
 #include "ingest/kineto/kineto_reader.hpp"
@@ -19,7 +20,10 @@ const std::vector<std::unique_ptr<TraceReader>>& trace_readers() {
 Trace load_trace(const std::filesystem::path& path) {
   const InputFile file = read_input_file(path);
   for (const auto& reader : trace_readers()) {
-    if (reader->can_read(file)) return reader->read(file);
+    if (!reader->can_read(file)) continue;
+    Trace trace = reader->read(file);
+    align_gpu_clocks(trace);
+    return trace;
   }
   throw Error(path.string(), Error::kNoEvent, "", "unrecognised trace format (expected Kineto Chrome-trace JSON or an Nsight Systems SQLite export)");
 }

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Causality survey over every shared trace and pair (docs/validation.md, "Causality").
+
+For each trace: the replay error of its iterations, u (the share of the GPU span in which some
+GPU stream is busy), the busiest CPU thread's share of the simulated run, the prediction of
+`faster_gpu:factor=2` (ratio of summed iteration times) against Amdahl's bound 1 / (1 - u/2), and
+how much of the iterations the graph keeps as unexplained delay (the import report's
+`unexplained_waits` / `unexplained_gaps`, as a share of the summed measured iteration time).
+
+    PYTHONPATH=build/python python3 benchmarks/validation/causality.py [../shared] [--json]
+"""
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+
+import daydream
+
+TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".sqlite.gz")
+
+
+def trace_files(shared: pathlib.Path) -> list[pathlib.Path]:
+    """Single-trace inputs under traces/ and pairs/ (the DLRM ranks are one job: rank 0 only)."""
+    files = [p for p in sorted(shared.rglob("*")) if p.is_file() and p.name.endswith(TRACE_SUFFIXES)]
+    return [p for p in files if "/et/" not in str(p) and not p.name.endswith("_et.json.gz")
+            and not ("dlrm" in str(p.parent) and "rank_0" not in p.name and "rank0" not in p.name)]
+
+
+def busy_union_ns(intervals: list[tuple[int, int]]) -> int:
+    """Length of the union of [start, end) intervals."""
+    total, reach = 0, None
+    for start, end in sorted(intervals):
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+def gpu_busy_share(graph: daydream.Graph) -> float:
+    frame = graph.tasks_frame()
+    gpu = frame[frame["kind"].isin(["kernel", "memcpy", "memset", "communication"])]
+    if gpu.empty:
+        return 0.0
+    starts = gpu["recorded_start_ns"].to_numpy()
+    ends = starts + gpu["duration_ns"].to_numpy()
+    span = int(ends.max() - starts.min())
+    return busy_union_ns(list(zip(starts.tolist(), ends.tolist()))) / span if span > 0 else 0.0
+
+
+def survey(path: pathlib.Path) -> dict:
+    graph = daydream.load(str(path))
+    replay = graph.replay()
+    row = {"trace": str(path), "iterations": len(replay["iterations"])}
+    errors = [abs(it["error"]) for it in replay["iterations"]]
+    row["max_error"] = max(errors) if errors else None
+    row["median_error"] = statistics.median(errors) if errors else None
+    row["u"] = gpu_busy_share(graph)
+    cpu = [u["utilization"] for u in replay["units"] if u["kind"] == "cpu_thread"]
+    row["busiest_thread"] = max(cpu) if cpu else 0.0
+    row["amdahl"] = 1.0 / (1.0 - row["u"] / 2.0)
+    if replay["iterations"]:
+        prediction = daydream.predict(graph, "faster_gpu:factor=2").to_dict()
+        base = sum(it["baseline_ms"] for it in prediction["iterations"])
+        new = sum(it["predicted_ms"] for it in prediction["iterations"])
+        row["faster_gpu_2x"] = base / new if new > 0 else None
+        measured = sum(it["measured_ms"] for it in replay["iterations"])
+        stats = {s["key"]: s for s in graph_stats(path)}
+        kept = sum(stats.get(k, {}).get("total_ms", 0.0) for k in ("unexplained_waits", "unexplained_gaps"))
+        row["unexplained_share"] = min(1.0, kept / measured) if measured > 0 else None
+    return row
+
+
+def graph_stats(path: pathlib.Path) -> list[dict]:
+    import subprocess
+    cli = pathlib.Path(__file__).resolve().parents[2] / "build" / "bin" / "daydream"
+    out = subprocess.run([str(cli), "stats", str(path), "--json"], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)["import_report"]
+
+
+def markdown(rows: list[dict], shared: pathlib.Path) -> str:
+    lines = ["| trace | iterations | replay max / median error | u | busiest thread | faster_gpu 2x | Amdahl bound | "
+             "unexplained delay |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "failed" in r:
+            lines.append(f"| {pathlib.Path(r['trace']).relative_to(shared)} | failed: {r['failed']} |||||||")
+            continue
+        err = "-" if r["max_error"] is None else f"{100 * r['max_error']:.2f}% / {100 * r['median_error']:.2f}%"
+        speed = f"{r['faster_gpu_2x']:.3f}x" if r.get("faster_gpu_2x") else "-"
+        unexplained = f"{100 * r['unexplained_share']:.1f}%" if r.get("unexplained_share") is not None else "-"
+        lines.append(f"| {pathlib.Path(r['trace']).relative_to(shared)} | {r['iterations']} | {err} | "
+                     f"{r['u']:.3f} | {100 * r['busiest_thread']:.1f}% | {speed} | {r['amdahl']:.3f}x | {unexplained} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("shared", nargs="?", default=str(pathlib.Path(__file__).resolve().parents[3] / "shared"))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    shared = pathlib.Path(args.shared).resolve()
+    rows = []
+    for path in trace_files(shared):
+        try:
+            rows.append(survey(path))
+        except Exception as e:  # one bad trace must not hide the others
+            rows.append({"trace": str(path), "failed": str(e)})
+    print(json.dumps(rows, indent=1) if args.json else markdown(rows, shared))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

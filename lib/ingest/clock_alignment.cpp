@@ -1,0 +1,87 @@
+// GPU clock alignment: some profiles (seen in Nsight Systems exports of multi-node jobs) record
+// a device's activity on a clock hundreds of milliseconds away from the CPU's. Every dependency
+// between the CPU and the GPU would then be contradicted, so the offset is estimated and removed
+// before the graph is built.
+//
+// Causality bounds the offset d = GPU clock - CPU clock of each device:
+//  - a GPU task starts after its launch call starts: d <= min(task start - call start) = hi;
+//  - a blocking device-to-host copy (to pageable memory, or by a synchronous cudaMemcpy) returns
+//    after the copy ends: d >= max(copy end - call end) = lo.
+// When 0 lies in [lo, hi] (within a tolerance), the clocks agree and nothing changes. Otherwise the
+// device's GPU events are shifted by the middle of [lo, hi] (both bounds known and consistent) or
+// by the one bound known: the smallest correction that satisfies both kinds of evidence.
+#include "ingest/clock_alignment.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+namespace daydream {
+namespace {
+
+constexpr TimeNs kTolerance = 2'000;  // ns: timestamp jitter that is not a clock offset
+
+struct OffsetBounds {
+  std::optional<TimeNs> lo, hi;
+};
+
+bool blocking_copy(std::string_view copy, std::string_view call) {
+  if (copy.find("DtoH") == std::string_view::npos) return false;
+  return copy.find("Pageable") != std::string_view::npos || call == "cudaMemcpy" || call == "cuMemcpyDtoH";
+}
+
+/// The bounds of each device's offset, from its GPU tasks whose launch call is in the trace.
+std::map<std::int64_t, OffsetBounds> offset_bounds(const Trace& trace) {
+  std::unordered_map<std::int64_t, const TraceEvent*> calls;  // correlation -> API call
+  for (const TraceEvent& e : trace.events)
+    if (is_api_call(e.kind) && e.correlation != kNone) calls.emplace(e.correlation, &e);
+  std::map<std::int64_t, OffsetBounds> bounds;
+  for (const TraceEvent& e : trace.events) {
+    if (!is_gpu_activity(e.kind) || e.correlation == kNone) continue;
+    const auto call = calls.find(e.correlation);
+    if (call == calls.end()) continue;
+    OffsetBounds& b = bounds[trace.lanes[e.lane].process];
+    const TimeNs launch = e.start_ns - call->second->start_ns;
+    b.hi = b.hi ? std::min(*b.hi, launch) : launch;
+    if (e.kind == EventKind::memcpy && blocking_copy(trace.name_of(e), trace.name_of(*call->second))) {
+      const TimeNs ret = e.end_ns() - call->second->end_ns();
+      b.lo = b.lo ? std::max(*b.lo, ret) : ret;
+    }
+  }
+  return bounds;
+}
+
+/// The correction for one device: 0 when its clock agrees with the CPU's.
+TimeNs offset_of(const OffsetBounds& b) {
+  const bool too_early = b.hi && *b.hi < -kTolerance;  // tasks starting before their launch
+  const bool too_late = b.lo && *b.lo > kTolerance;    // blocking copies returning before their copy ended
+  if (!too_early && !too_late) return 0;
+  if (b.lo && b.hi && *b.lo <= *b.hi) return *b.lo + (*b.hi - *b.lo) / 2;
+  return too_early ? *b.hi : *b.lo;
+}
+
+}  // namespace
+
+void align_gpu_clocks(Trace& trace) {
+  for (const auto& [device, bounds] : offset_bounds(trace)) {
+    const TimeNs offset = offset_of(bounds);
+    if (offset == 0) continue;
+    for (TraceEvent& e : trace.events) {
+      const Lane& lane = trace.lanes[e.lane];
+      if (lane.kind == LaneKind::gpu_stream && lane.process == device && e.kind != EventKind::cuda_sync)
+        e.start_ns -= offset;
+    }
+    trace.report.count_time(fmt::format("gpu_clock_aligned:device {}", device), Severity::error,
+                            fmt::format("the device's GPU timestamps were {:.3f} ms away from the CPU's (launches "
+                                        "started before their calls, or blocking copies ended after their calls "
+                                        "returned): its GPU events were shifted by that offset",
+                                        static_cast<double>(offset) / 1e6),
+                            offset < 0 ? -offset : offset);
+  }
+}
+
+}  // namespace daydream
