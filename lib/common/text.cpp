@@ -78,11 +78,13 @@ bool contains_ignore_case(std::string_view text, std::string_view lowercase_part
                      [&](char a, char b) { return lower(a) == b; }) != text.end();
 }
 
-TimeNs median(std::vector<TimeNs>& values) {
+TimeNs median(std::vector<TimeNs>& values) { return lower_quantile(values, 2); }
+
+TimeNs lower_quantile(std::vector<TimeNs>& values, std::size_t parts) {
   if (values.empty()) return 0;
-  const auto middle = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  return *middle;
+  const auto at = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / parts);
+  std::nth_element(values.begin(), at, values.end());
+  return *at;
 }
 
 }  // namespace daydream::text

@@ -25,5 +25,8 @@ bool contains_ignore_case(std::string_view text, std::string_view lowercase_part
 
 /// Median of the values (the lower middle one for even counts); 0 for none. Reorders `values`.
 TimeNs median(std::vector<TimeNs>& values);
+/// The value at index (n - 1) / parts of the sorted values (parts 2: median, 4: lower quartile);
+/// reorders `values`; 0 when empty.
+TimeNs lower_quantile(std::vector<TimeNs>& values, std::size_t parts);
 
 }  // namespace daydream::text

@@ -8,6 +8,7 @@
 // the calibrated medians.
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "common/text.hpp"
 #include "graph/build_context.hpp"
@@ -43,19 +44,55 @@ const TraceEvent* launch_call(const BuildContext& ctx, const TraceEvent& gpu) {
 
 std::size_t kind_index(TaskKind kind) { return static_cast<std::size_t>(kind); }
 
+/// A synchronization record of a cudaStreamWaitEvent: by its call when the trace has it (some
+/// Nsight versions label every record with another type), else by the record's type.
+bool is_stream_wait(const BuildContext& ctx, const TraceEvent& sync) {
+  const auto calls = ctx.lookup(ctx.api_by_correlation, sync.correlation);
+  if (calls.empty()) return sync.sync_kind == SyncKind::stream_wait_event;
+  return api_role(ctx.trace.name_of(ctx.event(calls.front()))) == ApiRole::stream_wait_event;
+}
+
+/// Per GPU lane, the CPU times (sorted) at which a cudaStreamWaitEvent made its stream wait, from
+/// the trace's synchronization records.
+std::vector<std::vector<TimeNs>> stream_wait_times(const BuildContext& ctx) {
+  std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> lane_of;  // (device, stream) -> lane
+  for (std::uint32_t l = 0; l < ctx.trace.lanes.size(); ++l)
+    if (ctx.trace.lanes[l].kind == LaneKind::gpu_stream) lane_of[{ctx.trace.lanes[l].process, ctx.trace.lanes[l].thread}] = l;
+  std::vector<std::vector<TimeNs>> waits(ctx.trace.lanes.size());
+  for (const TraceEvent& e : ctx.trace.events) {
+    if (e.kind != EventKind::cuda_sync || e.sync_stream == kNone || !is_stream_wait(ctx, e)) continue;
+    const auto it = lane_of.find({ctx.trace.lanes[e.lane].process, e.sync_stream});
+    if (it != lane_of.end()) waits[it->second].push_back(e.start_ns);
+  }
+  for (auto& w : waits) std::sort(w.begin(), w.end());
+  return waits;
+}
+
+/// Whether a stream wait was issued in (after, until]: the task launched at `until` may have been
+/// held by another stream, so its start says nothing about the launch latency.
+bool waited_between(const std::vector<TimeNs>& waits, TimeNs after, TimeNs until) {
+  const auto it = std::upper_bound(waits.begin(), waits.end(), after);
+  return it != waits.end() && *it <= until;
+}
+
 }  // namespace
 
 void calibrate_latencies(BuildContext& ctx) {
   Calibration& cal = ctx.graph.calibration();
   std::array<std::vector<TimeNs>, kTaskKindCount> launch_samples;
   const auto by_lane = gpu_events_by_lane(ctx);
-  for (const auto& lane : by_lane) {
+  const auto waits = stream_wait_times(ctx);
+  for (std::uint32_t l = 0; l < by_lane.size(); ++l) {
+    const auto& lane = by_lane[l];
+    TimeNs previous_call = std::numeric_limits<TimeNs>::min();
     for (std::size_t i = 0; i < lane.size(); ++i) {
       const TraceEvent& e = ctx.event(lane[i]);
       const TraceEvent* call = launch_call(ctx, e);
       if (!call) continue;
       const bool stream_idle = i == 0 || call->start_ns >= ctx.event(lane[i - 1]).end_ns();
-      if (stream_idle && e.start_ns >= call->start_ns)
+      const bool held = waited_between(waits[l], previous_call, call->start_ns);
+      previous_call = call->start_ns;
+      if (stream_idle && !held && e.start_ns >= call->start_ns)
         launch_samples[kind_index(gpu_task_kind(ctx.trace, e))].push_back(e.start_ns - call->start_ns);
     }
   }
@@ -63,9 +100,12 @@ void calibrate_latencies(BuildContext& ctx) {
   std::vector<TimeNs> pooled;
   for (const auto& samples : launch_samples) pooled.insert(pooled.end(), samples.begin(), samples.end());
   cal.launch_samples = static_cast<std::int64_t>(pooled.size());
-  const TimeNs pooled_latency = text::median(pooled);
+  // A held task (the GPU full, an unrecorded wait) only adds to its sample, never takes away:
+  // the lower quartile estimates the latency of a task nothing held better than the median.
+  const TimeNs pooled_latency = text::lower_quantile(pooled, 4);
   for (std::size_t k = 0; k < kTaskKindCount; ++k)
-    cal.launch_latency_ns[k] = launch_samples[k].empty() ? pooled_latency : text::median(launch_samples[k]);
+    cal.launch_latency_ns[k] =
+        launch_samples[k].empty() ? pooled_latency : text::lower_quantile(launch_samples[k], 4);
   if (pooled.empty())
     ctx.count("no_launch_latency_samples", Severity::info,
               "no GPU task was launched onto an idle stream: launch latency taken as 0");
