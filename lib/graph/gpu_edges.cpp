@@ -101,11 +101,15 @@ void calibrate_latencies(BuildContext& ctx) {
   for (const auto& samples : launch_samples) pooled.insert(pooled.end(), samples.begin(), samples.end());
   cal.launch_samples = static_cast<std::int64_t>(pooled.size());
   // A held task (the GPU full, an unrecorded wait) only adds to its sample, never takes away:
-  // the lower quartile estimates the latency of a task nothing held better than the median.
+  // the lower quartile estimates the latency of a task nothing held better than the median. A
+  // kind whose samples are mostly held (copies of a data pipeline queued behind its own work)
+  // is capped at the median over all kinds: launching a copy costs no more than a kernel's.
   const TimeNs pooled_latency = text::lower_quantile(pooled, 4);
+  const TimeNs pooled_median = text::median(pooled);
   for (std::size_t k = 0; k < kTaskKindCount; ++k)
-    cal.launch_latency_ns[k] =
-        launch_samples[k].empty() ? pooled_latency : text::lower_quantile(launch_samples[k], 4);
+    cal.launch_latency_ns[k] = launch_samples[k].empty()
+                                   ? pooled_latency
+                                   : std::min(text::lower_quantile(launch_samples[k], 4), pooled_median);
   if (pooled.empty())
     ctx.count("no_launch_latency_samples", Severity::info,
               "no GPU task was launched onto an idle stream: launch latency taken as 0");
