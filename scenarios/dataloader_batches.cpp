@@ -1,0 +1,117 @@
+// Reading the DataLoader's batches off a trace: where the main thread took each one, how long it
+// waited, and the per-batch load time of the worker processes that the waits imply.
+#include "dataloader_batches.hpp"
+
+#include <algorithm>
+
+#include "common.hpp"
+#include "common/text.hpp"
+#include "daydream/transform.hpp"
+
+namespace daydream::scenarios {
+
+std::vector<BatchLoad> batch_loads(Graph& graph) {
+  std::vector<BatchLoad> loads;
+  for (const CpuRange& r : graph.ranges()) {  // sorted by unit, then start, outer first
+    if (!text::starts_with(graph.string(r.name), kLoaderRange)) continue;
+    if (!loads.empty() && loads.back().range.unit == r.unit && r.start_ns < loads.back().range.end_ns) continue;
+    loads.push_back({r, {}});
+  }
+  auto inside = graph.select(TaskFilter().unit_kind(UnitKind::cpu_thread).within("^enumerate\\(DataLoader\\)"));
+  for (TaskId t : inside) {
+    const Task& task = graph.task(t);
+    for (auto& load : loads)
+      if (load.range.unit == task.unit && task.recorded_start_ns >= load.range.start_ns &&
+          task.recorded_start_ns < load.range.end_ns)
+        load.tasks.push_back(t);
+  }
+  std::erase_if(loads, [](const BatchLoad& l) { return l.tasks.empty(); });
+  std::stable_sort(loads.begin(), loads.end(), [](const BatchLoad& a, const BatchLoad& b) { return a.range.start_ns < b.range.start_ns; });
+  for (auto& l : loads)
+    std::sort(l.tasks.begin(), l.tasks.end(), [&](TaskId a, TaskId b) {
+      return graph.task(a).recorded_start_ns < graph.task(b).recorded_start_ns;
+    });
+  return loads;
+}
+
+std::vector<BatchTake> takes_in_ranges(const std::vector<BatchLoad>& loads) {
+  std::vector<BatchTake> takes;
+  for (const BatchLoad& load : loads)
+    takes.push_back({load.tasks.front(), kNoTask, load.range.end_ns - load.range.start_ns, load.range.end_ns});
+  return takes;
+}
+
+namespace {
+
+/// The finish-to-start edge into `task` with the largest delay: the time the thread spent before
+/// it that no recorded task explains.
+BatchTake take_before(const Graph& graph, TaskId task) {
+  BatchTake take{task, kNoTask, -1, graph.task(task).recorded_start_ns};
+  for (const auto& pred : graph.predecessors(task)) {
+    if (pred.edge.timing != Timing::finish_to_start || pred.edge.delay_ns <= take.gap_ns) continue;
+    take.wait_from = pred.task;
+    take.gap_ns = pred.edge.delay_ns;
+  }
+  return take;
+}
+
+}  // namespace
+
+std::vector<BatchTake> takes_before_steps(const Graph& graph) {
+  std::vector<BatchTake> takes;
+  for (const Iteration& it : graph.iterations())
+    if (it.first_task != kNoTask) takes.push_back(take_before(graph, it.first_task));
+  return takes;
+}
+
+namespace {
+
+TimeNs smallest_gap(const std::vector<BatchTake>& takes) {
+  TimeNs smallest = -1;
+  for (const BatchTake& t : takes)
+    if (t.gap_ns >= 0 && (smallest < 0 || t.gap_ns < smallest)) smallest = t.gap_ns;
+  return std::max<TimeNs>(smallest, 0);
+}
+
+/// taken(b) - taken(b - k) for each b >= k passing `use`, by batch (-1 elsewhere).
+template <class Use>
+std::vector<TimeNs> worker_intervals(const std::vector<BatchTake>& takes, std::size_t k, Use use) {
+  std::vector<TimeNs> out(takes.size(), -1);
+  for (std::size_t b = k; b < takes.size(); ++b)
+    if (use(b)) out[b] = takes[b].taken_ns - takes[b - k].taken_ns;
+  return out;
+}
+
+std::vector<TimeNs> known(const std::vector<TimeNs>& per_batch) {
+  std::vector<TimeNs> out;
+  for (TimeNs v : per_batch)
+    if (v >= 0) out.push_back(v);
+  return out;
+}
+
+}  // namespace
+
+LoadEstimate estimate_loads(const std::vector<BatchTake>& takes, std::size_t recorded) {
+  LoadEstimate e;
+  e.fetch_ns = smallest_gap(takes);
+  std::vector<bool> waited(takes.size());
+  for (std::size_t b = 0; b < takes.size(); ++b) waited[b] = takes[b].gap_ns > e.fetch_ns + kWaitedMinNs;
+  e.waited = static_cast<std::size_t>(std::count(waited.begin(), waited.end(), true));
+  auto per_batch = worker_intervals(takes, recorded, [&](std::size_t b) { return waited[b] && waited[b - recorded]; });
+  std::vector<TimeNs> samples = known(per_batch);
+  if (samples.empty()) {
+    // The workers kept up: k of them loaded a batch in at most the time k steps took.
+    samples = known(worker_intervals(takes, recorded, [](std::size_t) { return true; }));
+    e.upper_bound = true;
+  }
+  e.measured_count = e.upper_bound ? 0 : samples.size();
+  e.typical_ns = median_ns(samples);
+  for (std::size_t b = 0; b < takes.size(); ++b) {
+    const bool own = !e.upper_bound && per_batch[b] >= 0;
+    e.measured.push_back(own);
+    e.load_ns.push_back(own ? per_batch[b] : e.typical_ns);
+  }
+  return e;
+}
+
+}  // namespace daydream::scenarios
