@@ -49,10 +49,12 @@ struct LoadEstimate {
   bool upper_bound = false;     ///< no batch measured: typical_ns is an upper bound
 };
 
-/// A batch was waited for when its gap exceeds the fetch by more than this: the graph's idle
-/// threshold (GraphOptions::thread_idle_ns, docs/graph.md), above Python's jitter in taking a
-/// ready batch (recorded gaps 70 to 100 us) and far below a load (hundreds of ms).
-inline constexpr TimeNs kWaitedMinNs = 50'000;
+/// A batch was waited for when its gap exceeds the fetch by more than this. Taking a batch that
+/// is ready costs 70 to 100 us of Python (the recorded minimum), but its hand-over through the
+/// pin-memory thread can add a millisecond or so: the ResNet-50 workers4 trace, whose steps never
+/// waited for data (the workers kept up), has `__next__` calls of 1.25 to 1.40 ms. Loads take tens
+/// to thousands of ms.
+inline constexpr TimeNs kWaitedMinNs = 2'000'000;
 
 /// Batch b is loaded by worker b mod k. When the main thread waited for batches b - k and b, the
 /// worker went straight from one to the other (it held b's indices: prefetch >= 2), so
