@@ -35,7 +35,7 @@ bool loads_in_workers(const Graph& graph, const std::vector<BatchLoad>& loads) {
 
 /// The trace shows where the main thread loads its batches, or the user says how it was recorded.
 void require_visible_loading(const Graph& graph, const std::vector<BatchLoad>& loads, const ScenarioParams& params) {
-  if (params.given("recorded") && params.integer("recorded") > 0) {
+  if (params.integer("recorded") > 0) {
     if (!loads.empty() && !loads_in_workers(graph, loads))
       throw Error(fmt::format("dataloader_workers: {}: the trace's DataLoader loads on the main thread ('{}'): "
                               "recorded must be 0",
@@ -127,7 +127,8 @@ RecordedRun read_recorded_run(const Graph& graph, std::vector<BatchLoad> loads, 
                             "a worker shows only across more than {} batches",
                             graph.source_path, run.takes.size(), recorded, recorded));
   run.estimate = estimate_loads(run.takes, recorded);
-  if (params.given("load")) std::fill(run.estimate.load_ns.begin(), run.estimate.load_ns.end(), static_cast<TimeNs>(params.number("load")));
+  if (params.given("load"))
+    std::fill(run.estimate.load_ns.begin(), run.estimate.load_ns.end(), static_cast<TimeNs>(params.number("load")));
   run.fetch_ns = params.given("fetch") ? static_cast<TimeNs>(params.number("fetch")) : run.estimate.fetch_ns;
   return run;
 }
@@ -156,7 +157,7 @@ std::vector<std::pair<TimeNs, TimeNs>> wait_windows(const RecordedRun& run) {
   return windows;
 }
 
-/// The main thread's live tasks, by recorded start.
+/// A thread's live tasks, by recorded start.
 std::vector<TaskId> thread_tasks(const Graph& graph, UnitId unit) {
   std::vector<TaskId> tasks;
   for (TaskId t = 0; t < graph.num_tasks(); ++t)
@@ -269,23 +270,18 @@ ScenarioOutcome from_recorded_workers(Graph& graph, const ScenarioParams& params
   const RecordedRun run = read_recorded_run(graph, std::move(loads), params);
   const std::size_t woken = wake_threads_idle_across_waits(graph, run);
   const auto workers = static_cast<std::size_t>(params.integer("workers"));
-  if (workers == 0) {
-    ScenarioOutcome outcome = load_on_main_thread(graph, run);
-    for (auto& note : recorded_notes(run, params)) outcome.notes.push_back(std::move(note));
-    (void)woken;
-    return outcome;
-  }
-  insert_worker_loads(graph, run, workers, workers * static_cast<std::size_t>(params.integer("prefetch")));
-  auto notes = recorded_notes(run, params);
-  notes.push_back(fmt::format("{} resumptions of other threads idle across a wait now follow the main thread", woken));
-  return {nullptr, notes};
+  ScenarioOutcome outcome;
+  if (workers == 0) outcome = load_on_main_thread(graph, run);
+  else insert_worker_loads(graph, run, workers, workers * static_cast<std::size_t>(params.integer("prefetch")));
+  for (auto& note : recorded_notes(run, params)) outcome.notes.push_back(std::move(note));
+  outcome.notes.push_back(fmt::format("{} resumptions of other threads idle across a wait now follow the main thread", woken));
+  return outcome;
 }
 
 ScenarioOutcome apply(Graph& graph, const ScenarioParams& params) {
   std::vector<BatchLoad> loads = batch_loads(graph);
   require_visible_loading(graph, loads, params);
-  if (params.given("recorded") && params.integer("recorded") > 0)
-    return from_recorded_workers(graph, params, std::move(loads));
+  if (params.integer("recorded") > 0) return from_recorded_workers(graph, params, std::move(loads));
   return from_main_thread_loading(graph, params, loads);
 }
 
@@ -296,7 +292,7 @@ Scenario dataloader_workers() {
   s.name = "dataloader_workers";
   s.summary = "DataLoader with worker processes: the main thread only takes ready batches from a queue";
   s.params = {
-      {"workers", ParamKind::integer, 4, "worker processes (0: as recorded)", 0, 1024},
+      {"workers", ParamKind::integer, 4, "worker processes (0: loading on the main thread)", 0, 1024},
       {"prefetch", ParamKind::integer, 2, "batches in flight per worker (PyTorch's prefetch_factor)", 1, 1024},
       {"fetch", ParamKind::duration, 50'000,
        "main-thread cost of taking a ready batch from the queue (a pipe read and unpickling tensor handles; with "
