@@ -97,6 +97,7 @@ LoadEstimate estimate_loads(const std::vector<BatchTake>& takes, std::size_t rec
   std::vector<bool> waited(takes.size());
   for (std::size_t b = 0; b < takes.size(); ++b) waited[b] = takes[b].gap_ns > e.fetch_ns + kWaitedMinNs;
   e.waited = static_cast<std::size_t>(std::count(waited.begin(), waited.end(), true));
+  e.waited_for = waited;
   auto per_batch = worker_intervals(takes, recorded, [&](std::size_t b) { return waited[b] && waited[b - recorded]; });
   std::vector<TimeNs> samples = known(per_batch);
   if (samples.empty()) {
@@ -112,6 +113,28 @@ LoadEstimate estimate_loads(const std::vector<BatchTake>& takes, std::size_t rec
     e.load_ns.push_back(own ? per_batch[b] : e.typical_ns);
   }
   return e;
+}
+
+namespace {
+
+TimeNs first_start(const std::vector<BatchTake>& takes, const LoadEstimate& e, std::size_t k, std::size_t j,
+                   TimeNs fetch_ns) {
+  TimeNs loading = 0;  // worker j's loads from its first batch up to b
+  for (std::size_t b = j; b < takes.size(); b += k) {
+    loading += e.load_ns[b];
+    if (e.waited_for[b]) return takes[b].taken_ns - fetch_ns - loading;
+  }
+  return takes[j].taken_ns - fetch_ns - e.load_ns[j];
+}
+
+}  // namespace
+
+std::vector<TimeNs> recorded_first_starts(const std::vector<BatchTake>& takes, const LoadEstimate& estimate,
+                                          std::size_t recorded, TimeNs fetch_ns) {
+  std::vector<TimeNs> starts;
+  for (std::size_t j = 0; j < recorded && j < takes.size(); ++j)
+    starts.push_back(first_start(takes, estimate, recorded, j, fetch_ns));
+  return starts;
 }
 
 }  // namespace daydream::scenarios

@@ -43,6 +43,7 @@ struct LoadEstimate {
   TimeNs fetch_ns = 0;          ///< the smallest recorded gap: taking a batch that was ready
   std::vector<TimeNs> load_ns;  ///< per batch: its own measurement where known, else typical_ns
   std::vector<bool> measured;   ///< per batch: load_ns came from its own waits
+  std::vector<bool> waited_for; ///< per batch: the main thread waited for it
   TimeNs typical_ns = 0;        ///< median of the measured loads (of the upper bounds when none)
   std::size_t waited = 0;       ///< batches the main thread waited for
   std::size_t measured_count = 0;
@@ -60,5 +61,13 @@ inline constexpr TimeNs kWaitedMinNs = 2'000'000;
 /// worker went straight from one to the other (it held b's indices: prefetch >= 2), so
 /// load(b) = taken(b) - taken(b - k).
 LoadEstimate estimate_loads(const std::vector<BatchTake>& takes, std::size_t recorded);
+
+/// When each of the k recorded workers started its first batch of the trace (relative to the
+/// origin; may be negative). The window may open mid-stream, with the workers out of phase: worker
+/// j's first batch that was waited for became ready when its wait ended, and the worker had been
+/// loading its batches of the trace back to back until then. A worker never waited for was ready
+/// with its first batch when the main thread took it.
+std::vector<TimeNs> recorded_first_starts(const std::vector<BatchTake>& takes, const LoadEstimate& estimate,
+                                          std::size_t recorded, TimeNs fetch_ns);
 
 }  // namespace daydream::scenarios

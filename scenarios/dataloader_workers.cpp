@@ -116,12 +116,13 @@ struct RecordedRun {
   std::vector<BatchTake> takes;
   LoadEstimate estimate;
   TimeNs fetch_ns = 0;            // main-thread cost of taking a ready batch
+  std::size_t recorded = 0;       // workers of the recorded run
 };
 
 RecordedRun read_recorded_run(const Graph& graph, std::vector<BatchLoad> loads, const ScenarioParams& params) {
-  RecordedRun run{std::move(loads), {}, {}, 0};
+  RecordedRun run{std::move(loads), {}, {}, 0, static_cast<std::size_t>(params.integer("recorded"))};
   run.takes = run.loads.empty() ? takes_before_steps(graph) : takes_in_ranges(run.loads);
-  const auto recorded = static_cast<std::size_t>(params.integer("recorded"));
+  const std::size_t recorded = run.recorded;
   if (run.takes.size() <= recorded)
     throw Error(fmt::format("dataloader_workers: {}: {} batches (steps) in the trace, recorded={}: the load time of "
                             "a worker shows only across more than {} batches",
@@ -211,37 +212,47 @@ ScenarioOutcome load_on_main_thread(Graph& graph, const RecordedRun& run) {
                                 static_cast<double>(run.estimate.typical_ns) / 1e6)}};
 }
 
-/// A worker's first load starts with the iterator at `first_start`. Simulated times are >= 0 (the
-/// graph origin), so a load begun before the trace keeps only its part inside it.
-void start_with_iterator(NewTask& task, TimeNs first_start) {
-  if (first_start < 0) task.duration_ns = std::max<TimeNs>(0, task.duration_ns + first_start);
-}
+/// Simulated times are >= 0 (the graph origin): a worker whose first load starts before the trace
+/// keeps, of the loads it made back to back from then, only their parts inside the trace.
+struct WorkerClock {
+  TimeNs now = 0;       ///< where the worker's back-to-back loads have got to
+  bool started = false;
+  /// The duration to give a load of `load_ns`; starts the clock at `start` on the first load.
+  TimeNs inside_trace(TimeNs load_ns, TimeNs start) {
+    if (!started) now = start, started = true;
+    const TimeNs before = now;
+    now += load_ns;
+    return before >= 0 ? load_ns : std::max<TimeNs>(0, now);
+  }
+};
 
 /// One load task per batch on worker b mod N. It starts when the worker has finished its previous
-/// batch and the batch's slot is free (the main thread took batch b - N x prefetch); the first
-/// batch of each worker starts with the first batch of the trace (all workers start together
-/// when the iterator is created), so that batch 0 is ready when the trace took it.
+/// batch and the batch's slot is free (the main thread took batch b - N x prefetch). The first
+/// batch of a recorded worker starts as it did in the trace (recorded_first_starts); a worker the
+/// trace did not have starts with the earliest of them (the workers start together).
 void insert_worker_loads(Graph& graph, const RecordedRun& run, std::size_t workers, std::size_t in_flight) {
   const std::vector<UnitId> units = add_workers(graph, workers);
   std::vector<TimeNs> ready_delay(run.takes.size());
   for (std::size_t b = 0; b < run.takes.size(); ++b) ready_delay[b] = rewrite_take(graph, run, b, 0);
-  const TimeNs first_start = run.takes[0].taken_ns - run.fetch_ns - run.estimate.load_ns[0];
+  const auto first_starts = recorded_first_starts(run.takes, run.estimate, run.recorded, run.fetch_ns);
+  const TimeNs earliest = *std::min_element(first_starts.begin(), first_starts.end());
   std::vector<TaskId> last_load(workers, kNoTask);
+  std::vector<WorkerClock> clocks(workers);
   for (std::size_t b = 0; b < run.takes.size(); ++b) {
+    const TimeNs start = b < first_starts.size() ? first_starts[b] : earliest;  // used on first loads only
     NewTask task;
     task.name = fmt::format("DataLoader worker: load batch {}", b);
     task.kind = TaskKind::cpu;
     task.unit = units[b % workers];
-    task.duration_ns = run.estimate.load_ns[b];
+    task.duration_ns = clocks[b % workers].inside_trace(run.estimate.load_ns[b], start);
     if (b >= in_flight) task.after.push_back(run.takes[b - in_flight].task);  // the slot was freed then
     if (last_load[b % workers] != kNoTask) task.after.push_back(last_load[b % workers]);
     task.before = {run.takes[b].task};
     task.before_delay_ns = ready_delay[b];
     task.iteration = graph.task(run.takes[b].task).iteration;
     task.phase = Phase::data_loading;
-    if (task.after.empty()) start_with_iterator(task, first_start);
     last_load[b % workers] = graph.insert(task);
-    if (task.after.empty()) graph.task(last_load[b % workers]).release_ns = std::max<TimeNs>(first_start, 0);
+    if (task.after.empty()) graph.task(last_load[b % workers]).release_ns = std::max<TimeNs>(start, 0);
   }
 }
 
