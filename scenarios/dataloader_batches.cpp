@@ -82,11 +82,52 @@ std::vector<TimeNs> worker_intervals(const std::vector<BatchTake>& takes, std::s
   return out;
 }
 
+/// Worker j's loads between two waits for its batches b1 < b2 at most kMaxSpan of its batches
+/// apart: it was loading back to back from taken(b1) to taken(b2) (it held the next indices:
+/// prefetch >= 2), so those batches share that time evenly (the remainder, < 1 ns per batch, goes
+/// to b2). Farther apart, the worker may have idled for a free slot in between.
+constexpr std::size_t kMaxSpan = 2;
+
+void share_spans(const std::vector<BatchTake>& takes, const std::vector<bool>& waited, std::size_t k, std::size_t j,
+                 std::vector<TimeNs>& per_batch) {
+  std::size_t last = takes.size();  // the chain's previous batch waited for, none yet
+  for (std::size_t b = j; b < takes.size(); b += k) {
+    if (!waited[b]) continue;
+    const std::size_t span = last < takes.size() ? (b - last) / k : 0;
+    if (span >= 1 && span <= kMaxSpan) {
+      const TimeNs total = takes[b].taken_ns - takes[last].taken_ns;
+      const auto each = total / static_cast<TimeNs>(span);
+      for (std::size_t c = last + k; c <= b; c += k) per_batch[c] = each;
+      per_batch[b] += total - each * static_cast<TimeNs>(span);
+    }
+    last = b;
+  }
+}
+
+/// Per batch, its load where the waits of its worker show it (-1 elsewhere).
+std::vector<TimeNs> loads_between_waits(const std::vector<BatchTake>& takes, const std::vector<bool>& waited,
+                                        std::size_t k) {
+  std::vector<TimeNs> per_batch(takes.size(), -1);
+  for (std::size_t j = 0; j < k; ++j) share_spans(takes, waited, k, j, per_batch);
+  return per_batch;
+}
+
 std::vector<TimeNs> known(const std::vector<TimeNs>& per_batch) {
   std::vector<TimeNs> out;
   for (TimeNs v : per_batch)
     if (v >= 0) out.push_back(v);
   return out;
+}
+
+/// The typical load, within what one of the two waits says about batch b. Worker b mod k started
+/// batch b no later than the end of the wait for batch b - k (it held b's indices and had finished
+/// b - k by then), so a batch waited for took at least taken(b) - taken(b - k); after a wait for
+/// batch b - k it started right then, so a batch not waited for took at most that.
+TimeNs bounded_typical(const std::vector<BatchTake>& takes, const std::vector<bool>& waited, std::size_t k,
+                       std::size_t b, TimeNs typical_ns) {
+  if (b < k || waited[b] == waited[b - k]) return typical_ns;
+  const TimeNs interval = takes[b].taken_ns - takes[b - k].taken_ns;
+  return waited[b] ? std::max(typical_ns, interval) : std::min(typical_ns, interval);
 }
 
 }  // namespace
@@ -98,7 +139,7 @@ LoadEstimate estimate_loads(const std::vector<BatchTake>& takes, std::size_t rec
   for (std::size_t b = 0; b < takes.size(); ++b) waited[b] = takes[b].gap_ns > e.fetch_ns + kWaitedMinNs;
   e.waited = static_cast<std::size_t>(std::count(waited.begin(), waited.end(), true));
   e.waited_for = waited;
-  auto per_batch = worker_intervals(takes, recorded, [&](std::size_t b) { return waited[b] && waited[b - recorded]; });
+  const std::vector<TimeNs> per_batch = loads_between_waits(takes, waited, recorded);
   std::vector<TimeNs> samples = known(per_batch);
   if (samples.empty()) {
     // The workers kept up: k of them loaded a batch in at most the time k steps took.
@@ -110,7 +151,7 @@ LoadEstimate estimate_loads(const std::vector<BatchTake>& takes, std::size_t rec
   for (std::size_t b = 0; b < takes.size(); ++b) {
     const bool own = !e.upper_bound && per_batch[b] >= 0;
     e.measured.push_back(own);
-    e.load_ns.push_back(own ? per_batch[b] : e.typical_ns);
+    e.load_ns.push_back(own ? per_batch[b] : bounded_typical(takes, waited, recorded, b, e.typical_ns));
   }
   return e;
 }

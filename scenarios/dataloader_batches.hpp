@@ -59,7 +59,9 @@ inline constexpr TimeNs kWaitedMinNs = 2'000'000;
 
 /// Batch b is loaded by worker b mod k. When the main thread waited for batches b - k and b, the
 /// worker went straight from one to the other (it held b's indices: prefetch >= 2), so
-/// load(b) = taken(b) - taken(b - k).
+/// load(b) = taken(b) - taken(b - k); between waits two batches apart, the two loads share the
+/// interval evenly. Other batches take the median of those, within the bound their own wait or
+/// their predecessor's gives.
 LoadEstimate estimate_loads(const std::vector<BatchTake>& takes, std::size_t recorded);
 
 /// When each of the k recorded workers started its first batch of the trace (relative to the

@@ -267,8 +267,8 @@ std::vector<std::string> recorded_notes(const RecordedRun& run, const ScenarioPa
                        "taken(b-k)), used for every batch",
                        params.integer("recorded"), typical_ms);
   else
-    load = fmt::format("load time per batch: taken(b) - taken(b-k) for {} batches whose waits show it, median "
-                       "{:.3f} ms for the other {}",
+    load = fmt::format("load time per batch: from the waits of its worker for {} batches (taken(b) - taken(b-k), "
+                       "shared between waits 2k apart), median {:.3f} ms for the other {}",
                        e.measured_count, typical_ms, run.takes.size() - e.measured_count);
   return {fmt::format("recorded with {} workers: {} batches ({}), {} waited for", params.integer("recorded"),
                       run.takes.size(), run.loads.empty() ? "waits before each step" : "DataLoader ranges", e.waited),

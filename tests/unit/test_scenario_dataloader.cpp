@@ -153,8 +153,8 @@ TEST_CASE("dataloader_workers: load time inferred from the waits of a run with 2
   CHECK(g.task(task_named(g, "DataLoader worker: load batch 7")).duration_ns == 30'000 * us);
   REQUIRE(outcome.notes.size() >= 3);
   CHECK(outcome.notes[0] == "recorded with 2 workers: 8 batches (waits before each step), 4 waited for");
-  CHECK(outcome.notes[1] == "load time per batch: taken(b) - taken(b-k) for 3 batches whose waits show it, median "
-                            "30.000 ms for the other 5");
+  CHECK(outcome.notes[1] == "load time per batch: from the waits of its worker for 3 batches (taken(b) - "
+                            "taken(b-k), shared between waits 2k apart), median 30.000 ms for the other 5");
   CHECK(outcome.notes[2] == "fetch 0.100 ms per batch (the smallest recorded gap)");
 }
 
