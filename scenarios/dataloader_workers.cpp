@@ -14,8 +14,10 @@
 //    opens after warm-up steps, so the first W x prefetch batches are already queued.
 //  - recorded=k > 0: the main thread's waits (dataloader_batches.hpp). A batch waited for was
 //    ready when the wait ended; worker b mod k went straight from batch b - k to batch b, so
-//    load(b) = taken(b) - taken(b - k) when both were waited for. All workers start their first
-//    batch together, so that batch 0 is ready when the trace took it.
+//    load(b) = taken(b) - taken(b - k) when both were waited for. The recorded workers start
+//    their first batch when the trace shows (they may be out of phase), new ones with the
+//    earliest of them. Other threads idle across a whole wait (the autograd thread) get an edge
+//    from the main thread instead of their fixed idle delay.
 #include <fmt/format.h>
 
 #include <algorithm>
