@@ -155,8 +155,8 @@ TimeNs rewrite_take(Graph& graph, const RecordedRun& run, std::size_t b, TimeNs 
 /// The recorded waits for a batch as [start, end) windows of the main thread, by end.
 std::vector<std::pair<TimeNs, TimeNs>> wait_windows(const RecordedRun& run) {
   std::vector<std::pair<TimeNs, TimeNs>> windows;
-  for (const BatchTake& take : run.takes)
-    if (take.gap_ns > run.estimate.fetch_ns + kWaitedMinNs) windows.emplace_back(take.taken_ns - take.gap_ns, take.taken_ns);
+  for (std::size_t b = 0; b < run.takes.size(); ++b)
+    if (run.estimate.waited_for[b]) windows.emplace_back(run.takes[b].taken_ns - run.takes[b].gap_ns, run.takes[b].taken_ns);
   return windows;
 }
 
