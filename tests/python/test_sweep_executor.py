@@ -176,8 +176,9 @@ def test_futures_of_another_kind_are_waited_for_in_order(example):
     pd.testing.assert_frame_equal(frame, expected)
     assert seen == list(range(1, len(expected) + 1))
     assert len(executor.submitted) == len(expected) - 1  # the callable ran here
-    sources, layers, fingerprint, spec = executor.submitted[0]
-    assert (sources, layers, fingerprint, spec) == (graph.sources, None, graph.fingerprint(), "faster_gpu:factor=1.5")
+    sources, layers, iterations, fingerprint, spec = executor.submitted[0]
+    assert (sources, layers, iterations, fingerprint, spec) == (graph.sources, None, None, graph.fingerprint(),
+                                                                "faster_gpu:factor=1.5")
 
 
 def test_worker_rows_are_plain_picklable_values(example):
