@@ -10,7 +10,9 @@
 //
 // Launch calls block too when the GPU's queue of pending work is full (a GPU-bound job): such
 // a call lasts far longer than the trace's usual launch and returns right after some GPU task
-// ends, which freed a slot. It gets an inferred sync edge from that task.
+// ends, which freed a slot. It gets an inferred sync edge from that task. A long call that
+// returns right after another thread's long call of the same process waited for the driver that
+// call held (driver_lock_waits): it gets an inferred cross_thread edge from it instead.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -35,6 +37,7 @@ class SyncBuilder {
   explicit SyncBuilder(BuildContext& ctx) : ctx_(ctx) {
     index_streams();
     index_gpu_ends();
+    index_long_calls();
   }
 
   void run() {
@@ -73,13 +76,58 @@ class SyncBuilder {
     median_launch_ns_ = text::median(launch_durations);
   }
 
+  /// A call this long did not just launch: it waited (launch_queue_factor x the median launch).
+  TimeNs long_call_ns() const {
+    return std::max<TimeNs>(ctx_.options.launch_queue_min_ns,
+                            static_cast<TimeNs>(ctx_.options.launch_queue_factor * static_cast<double>(median_launch_ns_)));
+  }
+
+  // Long CUDA calls by end, for the driver-lock rule.
+  void index_long_calls() {
+    for (TaskId t = 0; t < ctx_.graph.num_tasks(); ++t) {
+      const Task& task = ctx_.graph.task(t);
+      if (task.kind == TaskKind::runtime && ctx_.times[t].end - ctx_.times[t].start > long_call_ns())
+        long_call_ends_.emplace_back(ctx_.times[t].end, t);
+    }
+    std::sort(long_call_ends_.begin(), long_call_ends_.end());
+  }
+
+  /// The CUDA driver serialises calls from several threads of one process: while one thread's
+  /// call holds it (a pageable copy staging its data, say), another thread's call blocks and
+  /// returns right after. The holder: a long call on another thread of the same process that
+  /// began first and ended within launch_queue_window_ns before this call returned.
+  TaskId lock_holder(TaskId t) const {
+    const TaskTimes& call = ctx_.times[t];
+    const Unit& unit = ctx_.graph.units()[ctx_.graph.task(t).unit];
+    auto it = std::upper_bound(long_call_ends_.begin(), long_call_ends_.end(),
+                               std::make_pair(call.end + ctx_.options.contradiction_tolerance_ns, kNoTask));
+    for (; it != long_call_ends_.begin(); --it) {
+      const auto [end, holder] = *std::prev(it);
+      if (call.end - end > ctx_.options.launch_queue_window_ns) break;
+      const Unit& other = ctx_.graph.units()[ctx_.graph.task(holder).unit];
+      if (holder != t && &other != &unit && other.process == unit.process && ctx_.times[holder].start < call.start)
+        return holder;
+    }
+    return kNoTask;
+  }
+
+  void wait_for_lock(TaskId t, TaskId holder) {
+    const TaskTimes& call = ctx_.times[t];
+    ctx_.graph.add_edge(holder, t, {EdgeType::cross_thread, Timing::finish_to_start, 0, true});
+    Task& task = ctx_.graph.task(t);
+    task.blocking = true;
+    task.duration_ns = std::max<TimeNs>(0, call.end - std::max(call.start, ctx_.times[holder].end));
+    ctx_.count("driver_lock_waits", Severity::info,
+               "long CUDA calls that returned right after a long call of another thread of the process (the driver "
+               "serialises them): cross_thread edge from that call",
+               task.source_event);
+  }
+
   void wait_for_queue_slot(TaskId t, std::uint32_t position) {
     const TaskTimes& call = ctx_.times[t];
-    const auto threshold = std::max<TimeNs>(ctx_.options.launch_queue_min_ns,
-                                            static_cast<TimeNs>(ctx_.options.launch_queue_factor *
-                                                                static_cast<double>(median_launch_ns_)));
-    if (call.end - call.start <= threshold || api_role(ctx_.trace.name_of(ctx_.event(position))) == ApiRole::memcpy)
+    if (call.end - call.start <= long_call_ns() || api_role(ctx_.trace.name_of(ctx_.event(position))) == ApiRole::memcpy)
       return;
+    if (const TaskId holder = lock_holder(t); holder != kNoTask) return wait_for_lock(t, holder);
     // The latest-ending GPU task launched before this call (so it cannot depend on the call).
     auto it = std::upper_bound(gpu_ends_.begin(), gpu_ends_.end(),
                                std::make_pair(call.end + ctx_.options.contradiction_tolerance_ns, kNoTask));
@@ -303,6 +351,7 @@ class SyncBuilder {
   std::map<std::pair<std::int64_t, std::int64_t>, UnitId> stream_unit_;
   std::vector<TimeNs> last_launch_on_;  // per unit: this thread's latest launch call to it
   std::vector<std::pair<TimeNs, TaskId>> gpu_ends_;  // (recorded end, task), sorted
+  std::vector<std::pair<TimeNs, TaskId>> long_call_ends_;  // (recorded end, runtime task), sorted
   TimeNs median_launch_ns_ = 0;
 };
 
