@@ -75,6 +75,31 @@ bool waited_between(const std::vector<TimeNs>& waits, TimeNs after, TimeNs until
   return it != waits.end() && *it <= until;
 }
 
+/// Per device, the recorded busy stretches of its GPU (the union over streams), by start.
+using BusyIndex = std::map<std::int64_t, std::vector<std::pair<TimeNs, TimeNs>>>;
+
+BusyIndex device_busy(const BuildContext& ctx) {
+  BusyIndex busy;
+  for (const TraceEvent& e : ctx.trace.events)
+    if (is_gpu_activity(e.kind)) busy[ctx.trace.lanes[e.lane].process].emplace_back(ctx.rel(e.start_ns), ctx.rel(e.end_ns()));
+  for (auto& [device, spans] : busy) {
+    std::sort(spans.begin(), spans.end());
+    std::vector<std::pair<TimeNs, TimeNs>> merged;
+    for (const auto& s : spans) {
+      if (!merged.empty() && s.first <= merged.back().second) merged.back().second = std::max(merged.back().second, s.second);
+      else merged.push_back(s);
+    }
+    spans = std::move(merged);
+  }
+  return busy;
+}
+
+/// Whether the device ran anything in (from, to).
+bool busy_between(const std::vector<std::pair<TimeNs, TimeNs>>& spans, TimeNs from, TimeNs to) {
+  auto it = std::upper_bound(spans.begin(), spans.end(), from, [](TimeNs t, const auto& s) { return t < s.second; });
+  return it != spans.end() && it->first < to;
+}
+
 }  // namespace
 
 void calibrate_latencies(BuildContext& ctx) {
@@ -133,7 +158,7 @@ namespace {
 
 class StreamBuilder {
  public:
-  StreamBuilder(BuildContext& ctx, UnitId unit) : ctx_(ctx), unit_(unit) {}
+  StreamBuilder(BuildContext& ctx, UnitId unit, const BusyIndex& busy) : ctx_(ctx), unit_(unit), busy_(busy) {}
 
   void run(const std::vector<std::uint32_t>& positions) {
     for (std::uint32_t p : positions) add(p);
@@ -199,6 +224,7 @@ class StreamBuilder {
       TimeNs delay = staged_copy(e) ? std::clamp(start - ctx_.times[launcher].start, TimeNs{0},
                                                    ctx_.times[launcher].end - ctx_.times[launcher].start)
                                     : latency;
+      if (const TimeNs held = unexplained_hold(e, launch_ready, ctx_.times[launcher].start); held > delay) delay = held;
       if (start < ctx_.times[launcher].start) {
         ctx_.count("gpu_start_before_launch", Severity::error,
                    "GPU tasks recorded as starting before their launch call (clock skew): launch delay set to 0",
@@ -219,8 +245,25 @@ class StreamBuilder {
     ctx_.graph.add_edge(previous_, id, {EdgeType::gpu_sequential, Timing::finish_to_start, gap, false});
   }
 
+  /// A task that started long after its launch on a stream and a device that were both idle:
+  /// neither its stream, nor another stream filling the GPU, nor a recorded wait held it, so the
+  /// trace does not say what did. Its recorded launch delay is kept, and counted.
+  TimeNs unexplained_hold(const TraceEvent& e, TimeNs launch_ready, TimeNs call_start) {
+    const TimeNs start = ctx_.rel(e.start_ns);
+    if (start - launch_ready <= ctx_.options.thread_idle_ns) return -1;
+    if (previous_ != kNoTask && ctx_.times[previous_].end > launch_ready) return -1;
+    const auto device = busy_.find(ctx_.trace.lanes[e.lane].process);
+    if (device == busy_.end() || busy_between(device->second, launch_ready, start)) return -1;
+    ctx_.graph.report().count_time("gpu_holds_unexplained", Severity::info,
+                                   "GPU tasks that started long after their launch while the whole device was idle "
+                                   "(nothing in the trace held them): the recorded launch delay is kept",
+                                   start - launch_ready, e.source_index);
+    return start - call_start;
+  }
+
   BuildContext& ctx_;
   UnitId unit_;
+  const BusyIndex& busy_;
   TaskId previous_ = kNoTask;
 };
 
@@ -228,8 +271,10 @@ class StreamBuilder {
 
 void build_gpu_tasks(BuildContext& ctx) {
   const auto by_lane = gpu_events_by_lane(ctx);
+  const BusyIndex busy = device_busy(ctx);
   for (std::uint32_t lane = 0; lane < by_lane.size(); ++lane) {
-    if (!by_lane[lane].empty()) StreamBuilder(ctx, ctx.unit_for_lane(lane, UnitKind::gpu_stream)).run(by_lane[lane]);
+    if (!by_lane[lane].empty())
+      StreamBuilder(ctx, ctx.unit_for_lane(lane, UnitKind::gpu_stream), busy).run(by_lane[lane]);
   }
   ctx.launched_by.resize(ctx.graph.num_tasks(), kNoTask);
   ctx.woken.assign(ctx.graph.num_tasks(), 0);
