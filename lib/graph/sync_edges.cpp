@@ -225,6 +225,7 @@ class SyncBuilder {
       case ApiRole::event_sync: return wait_for_event(t, event_point(record, last_record));
       case ApiRole::stream_wait_event: return stream_wait(t, record, event_point(record, last_record), next_launch);
       case ApiRole::event_record: last_record = {ctx_.times[t].start, last_launch, true}; return;
+      case ApiRole::memcpy: return wait_for_unrecorded_copy(t, call, last_launch);
       default: return;
     }
   }
@@ -246,6 +247,19 @@ class SyncBuilder {
       if (last != kNoTask) awaited.push_back(last);
     }
     add_sync(t, awaited, false);
+  }
+
+  /// A copy call whose copy the trace lost (CUPTI dropped the record) and that lasted as long as
+  /// a wait: a device-to-host copy runs after the work before it on its stream, taken to be the
+  /// stream this thread launched to last, so the call waited for that work (inferred).
+  void wait_for_unrecorded_copy(TaskId t, const TraceEvent& call, UnitId last_launch) {
+    if (!ctx_.lookup(ctx_.gpu_by_correlation, call.correlation).empty() || last_launch == BuildContext::kNoUnit) return;
+    if (ctx_.times[t].end - ctx_.times[t].start <= long_call_ns()) return;
+    const TaskId last = last_launched_before(last_launch, ctx_.times[t].start);
+    if (last != kNoTask)
+      add_sync(t, {last}, /*inferred=*/true, "copy_without_record_waits",
+               "copy calls without a copy record that lasted as long as a wait: sync edge from the last work "
+               "launched on the thread's stream before them (inferred)");
   }
 
   void wait_for_stream(TaskId t, const TraceEvent* record, UnitId last_launch) {
