@@ -9,7 +9,7 @@
 //    after the copy ends: d >= max(copy end - call end) = lo.
 // When 0 lies in [lo, hi] (within a tolerance), the clocks agree and nothing changes. Otherwise the
 // device's GPU events are shifted by the middle of [lo, hi] (both bounds known and consistent) or
-// by the one bound known: the smallest correction that satisfies both kinds of evidence.
+// by the one bound known; bounds that exclude each other (lo > hi) are no offset, and nothing moves.
 #include "ingest/clock_alignment.hpp"
 
 #include <fmt/format.h>
@@ -60,7 +60,9 @@ TimeNs offset_of(const OffsetBounds& b) {
   const bool too_early = b.hi && *b.hi < -kTolerance;  // tasks starting before their launch
   const bool too_late = b.lo && *b.lo > kTolerance;    // blocking copies returning before their copy ended
   if (!too_early && !too_late) return 0;
-  if (b.lo && b.hi && *b.lo <= *b.hi) return *b.lo + (*b.hi - *b.lo) / 2;
+  // Bounds that exclude each other are not a clock offset (a copy call that did not block, say):
+  // the graph builder counts such contradictions one by one instead.
+  if (b.lo && b.hi) return *b.lo <= *b.hi ? *b.lo + (*b.hi - *b.lo) / 2 : 0;
   return too_early ? *b.hi : *b.lo;
 }
 
