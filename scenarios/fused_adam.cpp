@@ -235,11 +235,14 @@ std::string describe(const Tally& t, const Settings& s, std::size_t windows) {
 
 ScenarioOutcome apply_fused_adam(Graph& graph, const ScenarioParams& params) {
   const Settings settings{params.number("factor"), params.integer("kernels"), median_launch_call_ns(graph)};
-  const auto windows = range_windows(graph, kStepPattern);
+  const std::string& step_pattern = params.text("step");
+  const auto windows = range_windows(graph, step_pattern);
   if (windows.empty())
-    throw Error(
-        "scenario 'fused_adam': the trace has no optimizer step (no CPU range matches 'Optimizer\\.step'; PyTorch "
-        "records one per optimizer.step() call while profiling)");
+    throw Error(fmt::format(
+        "scenario 'fused_adam': the trace has no optimizer step (no CPU range matches '{}'; PyTorch records "
+        "'Optimizer.step#...' per optimizer.step() call while profiling; name the range your loop marks the update "
+        "with, e.g. step=^optimizer$ for an NVTX range 'optimizer')",
+        step_pattern));
   const auto by_unit = tasks_by_unit(graph);
   std::vector<Step> steps;
   for (const RangeWindow& w : windows) {
@@ -262,7 +265,10 @@ Scenario fused_adam() {
           "the optimizer step's per-parameter kernels and their CPU launches replaced by a few fused kernels",
           {{"factor", ParamKind::number, 1,
             "fused kernel time / summed time of the kernels it replaces (1 = the paper's estimate)", 0, 100, true},
-           {"kernels", ParamKind::integer, 1, "fused kernels (and launches) per optimizer step and stream", 1, 4096}},
+           {"kernels", ParamKind::integer, 1, "fused kernels (and launches) per optimizer step and stream", 1, 4096},
+           ScenarioParam::text("step", kStepPattern,
+                               "regular expression naming the CPU range of one optimizer step (NVTX or "
+                               "record_function ranges too)")},
           apply_fused_adam};
 }
 
