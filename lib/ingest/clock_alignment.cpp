@@ -60,7 +60,8 @@ TimeNs offset_of(const OffsetBounds& b) {
   const bool too_early = b.hi && *b.hi < -kTolerance;  // tasks starting before their launch
   const bool too_late = b.lo && *b.lo > kTolerance;    // blocking copies returning before their copy ended
   if (!too_early && !too_late) return 0;
-  if (b.lo && b.hi && *b.lo <= *b.hi) return *b.lo + (*b.hi - *b.lo) / 2;
+  // Both bounds known but crossing: no one offset explains the device's timestamps.
+  if (b.lo && b.hi) return *b.lo <= *b.hi ? *b.lo + (*b.hi - *b.lo) / 2 : 0;
   return too_early ? *b.hi : *b.lo;
 }
 
