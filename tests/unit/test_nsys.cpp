@@ -574,6 +574,41 @@ const fs::path kShared = DAYDREAM_SHARED_TRACES;
 
 }  // namespace
 
+TEST_CASE("nsys: SCHED_EVENTS become the off-CPU stretches of the threads with events", "[nsys][ingest][scheduling]") {
+  // Thread 101: a leading switch-in (no stretch), out 2600 -> in 5000, out 7000 and again 7500
+  // (the later one counts) -> in 9000, out 19000 never back in (no stretch). Thread 102 has no
+  // CUDA or NVTX events: its switches are ignored. Rows out of order, as a table may hold them.
+  const std::string other = std::to_string(kPid | 102);
+  const std::string sql = tiny_export() + R"sql(
+CREATE TABLE SCHED_EVENTS (start INTEGER NOT NULL, cpu INTEGER NOT NULL, isSchedIn INTEGER NOT NULL,
+  globalTid INTEGER);
+INSERT INTO SCHED_EVENTS VALUES (5000, 0, 1, T), (100, 0, 1, T), (2600, 1, 0, T), (7500, 0, 0, T),
+  (7000, 0, 0, T), (9000, 2, 1, T), (19000, 0, 0, T), (3000, 0, 0, )sql" + other + R"sql(), (4000, 3, 1, )sql" + other + R"sql();
+)sql";
+  TempDir dir;
+  const fs::path file = dir / "sched.sqlite";
+  write_db(file, with_ids(sql));
+  const Trace trace = load_trace(file);
+  REQUIRE(trace.lanes.size() == 2);  // no lane for thread 102
+  const TraceEvent* launch = find_event(trace, EventKind::runtime, "cudaLaunchKernel");
+  REQUIRE(launch);
+  CHECK(trace.scheduled_lanes == std::vector<std::uint32_t>{launch->lane});
+  REQUIRE(trace.off_cpu.size() == 2);
+  CHECK(trace.off_cpu[0].lane == launch->lane);
+  CHECK(trace.off_cpu[0].start_ns == 2600);
+  CHECK(trace.off_cpu[0].end_ns == 5000);
+  CHECK(trace.off_cpu[1].lane == launch->lane);
+  CHECK(trace.off_cpu[1].start_ns == 7500);
+  CHECK(trace.off_cpu[1].end_ns == 9000);
+
+  // Without the table: no scheduling data at all.
+  const fs::path plain = dir / "plain.sqlite";
+  write_db(plain, with_ids(tiny_export()));
+  const Trace without = load_trace(plain);
+  CHECK(without.off_cpu.empty());
+  CHECK(without.scheduled_lanes.empty());
+}
+
 TEST_CASE("nsys real: CloverLeaf imports with the counts of its tables and replays its GPU span within 2%",
           "[nsys][real]") {
   SKIP_WITHOUT_NSYS_TRACES();
