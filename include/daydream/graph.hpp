@@ -133,7 +133,7 @@ struct Iteration {
   bool to_next_start = false;
 };
 
-/// Which ranges became iterations, and how they are measured (see docs/graph.md, "Iterations").
+/// Which ranges became iterations, and how they are measured (see docs/graph.md, "Roots and iterations").
 struct IterationRule {
   std::string pattern;  ///< the user's regular expression (GraphOptions::iterations), or empty
   std::string form;     ///< what matched: "ProfilerStep#N", "step N", ..., or the user's pattern
@@ -156,7 +156,7 @@ struct Calibration {
 struct GraphOptions {
   /// Ranges whose name this ECMAScript regular expression finds become iterations (measured
   /// start to start); empty: the default forms `ProfilerStep#N`, `step N`, `iteration N`,
-  /// `iter N` (docs/graph.md, "Iterations").
+  /// `iter N` (docs/graph.md, "Roots and iterations").
   std::string iterations;
   /// A CPU thread idle for longer than this is waiting, not working: its next task may be woken
   /// by another thread (cross_thread edges are inferred only across such gaps).

@@ -1,4 +1,4 @@
-// Iterations: named CPU ranges that mark training steps (docs/graph.md, "Iterations").
+// Iterations: named CPU ranges that mark training steps (docs/graph.md, "Roots and iterations").
 //
 // Which ranges: those whose name the user's pattern finds (GraphOptions::iterations), else the
 // first default form with a match, in this order: `ProfilerStep#N` (torch.profiler's
