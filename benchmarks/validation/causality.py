@@ -52,7 +52,8 @@ def gpu_busy_share(graph: daydream.Graph) -> float:
 
 
 def covered_iterations(graph: daydream.Graph) -> set:
-    """Names of the iterations that end before the trace's GPU records do: some captures lose
+    """Names of the iterations with GPU tasks whose CPU work (half of it) precedes the end of the trace's
+    GPU records: some captures lose
     the GPU activity of their last stretch (`launches_without_gpu_record`), and a faster GPU
     cannot speed up GPU work the trace does not hold."""
     frame = graph.tasks_frame()
@@ -60,10 +61,11 @@ def covered_iterations(graph: daydream.Graph) -> set:
     if gpu.empty:
         return set()
     gpu_end = int((gpu["recorded_start_ns"] + gpu["duration_ns"]).max())
+    with_gpu = set(gpu.loc[gpu["iteration"] >= 0, "iteration"])
     cpu = frame[frame["kind"].isin(["cpu", "runtime"]) & (frame["iteration"] >= 0)]
-    last = cpu.groupby("iteration")["recorded_start_ns"].max()
+    launched = cpu.groupby("iteration")["recorded_start_ns"].median()  # half of its CPU work
     names = graph.iterations
-    return {names[i] for i, start in last.items() if start < gpu_end}
+    return {names[i] for i, start in launched.items() if start < gpu_end and i in with_gpu}
 
 
 def survey(path: pathlib.Path) -> dict:
