@@ -22,8 +22,6 @@
 namespace daydream::cli {
 namespace {
 
-std::string percent(double ratio) { return std::isfinite(ratio) ? fmt::format("{:+.2f}%", 100.0 * ratio) : "n/a"; }
-
 void print_replay_table(const ReplayReport& r) {
   fmt::print("trace: {}\niterations: {}\n\n{:<24} {:>14} {:>14} {:>9}\n", r.trace, describe(r.iteration_rule),
              "iteration", "measured ms", "simulated ms", "error");
@@ -258,6 +256,8 @@ void check_spec(const ScenarioSpec& spec) { resolve_params(find_scenario(spec.na
 std::string speedup_text(double speedup) {
   return speedup > 0 && std::isfinite(speedup) ? fmt::format("{:.3f}x", speedup) : "n/a";
 }
+
+std::string percent(double ratio) { return std::isfinite(ratio) ? fmt::format("{:+.2f}%", 100.0 * ratio) : "n/a"; }
 
 std::string share_text(std::int64_t part, std::int64_t whole) {
   return fmt::format("{:.1f}%", whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);

@@ -76,6 +76,8 @@ bool is_job_input(const std::vector<std::string>& traces);
 void check_spec(const ScenarioSpec& spec);
 /// "1.976x", or "n/a" when the predicted time is not positive.
 std::string speedup_text(double speedup);
+/// A signed error as "+1.25%", or "n/a" when it is not finite.
+std::string percent(double ratio);
 /// part / whole as "63.2%" (0.0% for an empty whole).
 std::string share_text(std::int64_t part, std::int64_t whole);
 

@@ -9,10 +9,12 @@
 
 namespace {
 
+constexpr const char* kIterationsHelp =
+    "Regular expression (ECMAScript) naming the CPU ranges that are iterations, measured start to start (default: "
+    "ProfilerStep#N, else step N, iteration N or iter N)";
+
 void add_iterations_option(CLI::App& command, daydream::cli::CommonOptions& options) {
-  command.add_option("--iterations", options.iterations,
-                     "Regular expression (ECMAScript) naming the CPU ranges that are iterations, measured start to "
-                     "start (default: ProfilerStep#N, else step N, iteration N or iter N)");
+  command.add_option("--iterations", options.iterations, kIterationsHelp);
 }
 
 void add_trace_options(CLI::App& command, daydream::cli::CommonOptions& options) {
@@ -70,9 +72,7 @@ CLI::App* add_validate_command(CLI::App& app, daydream::cli::ValidateOptions& op
   validate->add_option("--scenario", options.scenario,
                        "Scenario: name or name:key=value,... (`daydream scenarios` lists them)")->required();
   validate->add_flag("--json", options.json, "Print one JSON object instead of a table");
-  validate->add_option("--iterations", options.iterations,
-                       "Regular expression (ECMAScript) naming the ranges that are iterations in both traces, "
-                       "measured start to start (default: ProfilerStep#N, else step N, iteration N or iter N)");
+  validate->add_option("--iterations", options.iterations, std::string(kIterationsHelp) + ", in both traces");
   validate->add_option("--layers", options.layer_file, "JSON layer file to apply to BEFORE first (see docs/formats.md)");
   return validate;
 }

@@ -17,8 +17,6 @@
 namespace daydream::cli {
 namespace {
 
-std::string percent(double ratio) { return std::isfinite(ratio) ? fmt::format("{:+.2f}%", 100.0 * ratio) : "n/a"; }
-
 std::string ms_or_dash(TimeNs ns) { return ns >= 0 ? format_ms(ns) : "-"; }
 
 /// One run's graph, with the command's --iterations; a missing file fails with its name before

@@ -6,6 +6,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "common/cuda_api.hpp"
 #include "common/text.hpp"
 #include "graph/build_context.hpp"
 #include "graph/task_context.hpp"
@@ -28,7 +29,6 @@ ApiRole api_role(std::string_view name) {
 
 namespace {
 
-bool blocks_host(std::string_view call, std::string_view copy);
 bool nesting_order(const TraceEvent& a, const TraceEvent& b);
 
 struct OpenEvent {
@@ -167,7 +167,7 @@ class ThreadSegmenter {
     if (api_role(name) != ApiRole::memcpy) return -1;
     const auto copies = ctx_.lookup(ctx_.gpu_by_correlation, e.correlation);
     if (copies.empty()) return -1;
-    if (!blocks_host(name, ctx_.trace.name_of(ctx_.event(copies.front())))) return -1;
+    if (!cuda::copy_blocks_host(name, ctx_.trace.name_of(ctx_.event(copies.front())))) return -1;
     const TimeNs latency = ctx_.graph.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::memcpy)];
     return std::min(duration, latency);
   }
@@ -197,12 +197,6 @@ class ThreadSegmenter {
   std::vector<std::uint32_t> ranges_;        // set_context's scratch
   TimeNs cursor_ = 0;
 };
-
-bool blocks_host(std::string_view call, std::string_view copy) {
-  const bool device_to_host = text::contains(copy, "DtoH");
-  if (text::contains(call, "Async")) return device_to_host && text::contains(copy, "Pageable");
-  return device_to_host || (text::contains(copy, "HtoD") && text::contains(copy, "Pinned"));
-}
 
 // Parents before children: earlier start, then longer, then ranges before API calls.
 bool nesting_order(const TraceEvent& a, const TraceEvent& b) {

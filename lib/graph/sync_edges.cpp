@@ -98,17 +98,20 @@ class SyncBuilder {
   /// began first and ended within launch_queue_window_ns before this call returned.
   TaskId lock_holder(TaskId t) const {
     const TaskTimes& call = ctx_.times[t];
-    const Unit& unit = ctx_.graph.units()[ctx_.graph.task(t).unit];
+    const UnitId unit = ctx_.graph.task(t).unit;
     auto it = std::upper_bound(long_call_ends_.begin(), long_call_ends_.end(),
                                std::make_pair(call.end + ctx_.options.contradiction_tolerance_ns, kNoTask));
     for (; it != long_call_ends_.begin(); --it) {
       const auto [end, holder] = *std::prev(it);
       if (call.end - end > ctx_.options.launch_queue_window_ns) break;
-      const Unit& other = ctx_.graph.units()[ctx_.graph.task(holder).unit];
-      if (holder != t && &other != &unit && other.process == unit.process && ctx_.times[holder].start < call.start)
-        return holder;
+      const UnitId other = ctx_.graph.task(holder).unit;
+      if (other != unit && same_process(other, unit) && ctx_.times[holder].start < call.start) return holder;
     }
     return kNoTask;
+  }
+
+  bool same_process(UnitId a, UnitId b) const {
+    return ctx_.graph.units()[a].process == ctx_.graph.units()[b].process;
   }
 
   void wait_for_lock(TaskId t, TaskId holder) {

@@ -5,12 +5,15 @@
 //
 // Causality bounds the offset d = GPU clock - CPU clock of each device:
 //  - a GPU task starts after its launch call starts: d <= min(task start - call start) = hi;
-//  - a blocking device-to-host copy (to pageable memory, or by a synchronous cudaMemcpy) returns
-//    after the copy ends: d >= max(copy end - call end) = lo.
+//  - a copy call that blocks the host (cuda::copy_blocks_host: device-to-pageable-host, or any
+//    synchronous copy to the host or from pinned memory) returns after the copy ends:
+//    d >= max(copy end - call end) = lo.
 // When 0 lies in [lo, hi] (within a tolerance), the clocks agree and nothing changes. Otherwise the
 // device's GPU events are shifted by the middle of [lo, hi] (both bounds known and consistent) or
 // by the one bound known; bounds that exclude each other (lo > hi) are no offset, and nothing moves.
 #include "ingest/clock_alignment.hpp"
+
+#include "common/cuda_api.hpp"
 
 #include <fmt/format.h>
 
@@ -29,11 +32,6 @@ struct OffsetBounds {
   std::optional<TimeNs> lo, hi;
 };
 
-bool blocking_copy(std::string_view copy, std::string_view call) {
-  if (copy.find("DtoH") == std::string_view::npos) return false;
-  return copy.find("Pageable") != std::string_view::npos || call == "cudaMemcpy" || call == "cuMemcpyDtoH";
-}
-
 /// The bounds of each device's offset, from its GPU tasks whose launch call is in the trace.
 std::map<std::int64_t, OffsetBounds> offset_bounds(const Trace& trace) {
   std::unordered_map<std::int64_t, const TraceEvent*> calls;  // correlation -> API call
@@ -47,7 +45,7 @@ std::map<std::int64_t, OffsetBounds> offset_bounds(const Trace& trace) {
     OffsetBounds& b = bounds[trace.lanes[e.lane].process];
     const TimeNs launch = e.start_ns - call->second->start_ns;
     b.hi = b.hi ? std::min(*b.hi, launch) : launch;
-    if (e.kind == EventKind::memcpy && blocking_copy(trace.name_of(e), trace.name_of(*call->second))) {
+    if (e.kind == EventKind::memcpy && cuda::copy_blocks_host(trace.name_of(*call->second), trace.name_of(e))) {
       const TimeNs ret = e.end_ns() - call->second->end_ns();
       b.lo = b.lo ? std::max(*b.lo, ret) : ret;
     }

@@ -12,6 +12,7 @@
 #include "daydream/error.hpp"
 #include "daydream/job.hpp"
 #include "daydream/replay.hpp"
+#include "report/iteration_rule_json.hpp"
 #include "report/json_writer.hpp"
 
 namespace daydream {
@@ -127,11 +128,6 @@ void write_errors(JsonWriter& w, std::string_view key, double median, double mea
   w.key(key).begin_object().key("median").ratio(median).key("mean").ratio(mean).end_object();
 }
 
-void write_rule(JsonWriter& w, std::string_view key, const IterationRule& rule) {
-  w.key(key).begin_object().key("form").value(rule.form).key("measure").value(to_string(rule.measure));
-  w.key("thread").value(rule.thread).key("description").value(describe(rule)).end_object();
-}
-
 void write_time_or_null(JsonWriter& w, std::string_view key, TimeNs ns) {
   w.key(key);
   if (ns >= 0) w.milliseconds(ns);
@@ -196,8 +192,8 @@ Validation validate(const Predictor& before, const Graph& after, const ScenarioS
 std::string to_json(const Validation& v) {
   JsonWriter w;
   w.begin_object().key("before").value(v.before).key("after").value(v.after).key("scenario").value(v.scenario);
-  write_rule(w, "iteration_rule", v.after_rule);
-  write_rule(w, "before_iteration_rule", v.before_rule);
+  write_iteration_rule(w, "iteration_rule", v.after_rule);
+  write_iteration_rule(w, "before_iteration_rule", v.before_rule);
   w.key("iterations").begin_array();
   for (const auto& c : v.iterations) {
     w.begin_object().key("name").value(c.name);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "daydream/replay.hpp"
+#include "report/iteration_rule_json.hpp"
 #include "report/json_writer.hpp"
 
 namespace daydream {
@@ -123,12 +124,12 @@ void write_critical_path(JsonWriter& w, const CriticalPathSummary& cp) {
   w.end_object().key("waiting_ms").milliseconds(cp.waiting_ns).end_object();
 }
 
-void write_iteration_rule(JsonWriter& w, const IterationRule& rule) {
-  w.key("iteration_rule").begin_object().key("form").value(rule.form).key("measure").value(to_string(rule.measure));
+}  // namespace
+
+void write_iteration_rule(JsonWriter& w, std::string_view key, const IterationRule& rule) {
+  w.key(key).begin_object().key("form").value(rule.form).key("measure").value(to_string(rule.measure));
   w.key("thread").value(rule.thread).key("description").value(describe(rule)).end_object();
 }
-
-}  // namespace
 
 std::string describe(const IterationRule& rule) {
   if (rule.form.empty()) return "no iterations: no CPU range is named ProfilerStep#N, step N, iteration N or iter N "
@@ -141,7 +142,7 @@ std::string describe(const IterationRule& rule) {
 std::string to_json(const ReplayReport& report) {
   JsonWriter w;
   w.begin_object().key("trace").value(report.trace);
-  write_iteration_rule(w, report.iteration_rule);
+  write_iteration_rule(w, "iteration_rule", report.iteration_rule);
   w.key("iterations").begin_array();
   for (const auto& it : report.iterations) write_iteration(w, it);
   w.end_array();

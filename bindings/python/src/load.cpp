@@ -31,13 +31,14 @@ GraphPtr loaded_box(Graph graph, const std::vector<Path>& paths, const std::opti
   return box;
 }
 
-/// Every rank of one job: one graph (include/daydream/job.hpp). Without the GIL.
+/// The graph options of load(..., iterations=): the defaults, with the iterations pattern if given.
 GraphOptions graph_options(const std::optional<std::string>& iterations) {
   GraphOptions options;
   options.iterations = iterations.value_or("");
   return options;
 }
 
+/// Every rank of one job: one graph (include/daydream/job.hpp). Without the GIL.
 GraphPtr load_job_box(const std::vector<Path>& paths, const std::optional<Path>& layers, const GraphOptions& options) {
   const std::vector<Path> files = expand_trace_inputs(paths);  // the sources are the files, not the folders
   return loaded_box(load_job(files, {options, 0}), files, layers);
