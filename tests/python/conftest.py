@@ -53,6 +53,18 @@ def two_step_trace() -> KinetoJson:
     return t
 
 
+def one_kernel_trace(kernel_us: int = 100) -> KinetoJson:
+    """One ProfilerStep (0..200 us): aten::mm launches gemm_kernel (30 us, `kernel_us` long), a
+    device sync waits for it, then a CPU op 'after_sync'."""
+    t = KinetoJson()
+    t.annotation("ProfilerStep#1", 0, 200)
+    t.cpu_op("aten::mm", 10, 20)
+    t.launch("gemm_kernel", 15, 1, kernel_ts=30, kernel_dur=kernel_us)
+    t.runtime("cudaDeviceSynchronize", 40, 95, 2)
+    t.cpu_op("after_sync", 140, 10)
+    return t
+
+
 def two_stream_trace() -> KinetoJson:
     """One step whose kernels run on two streams: k0 then k1 on stream 7, k2 on stream 8, then a
     device sync and a CPU op 'after_sync'. Recorded: k1 ends at 80 us, k2 at 135 us."""

@@ -17,20 +17,10 @@ import pandas as pd
 import pytest
 
 import daydream
-from conftest import releases_gil
+from conftest import one_kernel_trace, releases_gil
 from kineto_builder import KinetoJson
 
 SWEEP_COLUMNS = ["scenario", "baseline_ms", "predicted_ms", "speedup", "dominant", "dominant_share", "error"]
-
-
-def one_kernel_trace() -> KinetoJson:
-    t = KinetoJson()
-    t.annotation("ProfilerStep#1", 0, 200)
-    t.cpu_op("aten::mm", 10, 20)
-    t.launch("gemm_kernel", 15, 1, kernel_ts=30, kernel_dur=100)
-    t.runtime("cudaDeviceSynchronize", 40, 95, 2)
-    t.cpu_op("after_sync", 140, 10)
-    return t
 
 
 def two_iteration_trace() -> KinetoJson:

@@ -13,7 +13,7 @@ import pytest
 
 import daydream
 from daydream import _sweep
-from kineto_builder import KinetoJson
+from conftest import one_kernel_trace
 
 # Grids, a spec that fails on every graph (an error row) and a callable (run by the caller).
 SPECS = ["faster_gpu:factor=1.5|2|4", "amp", "dataloader_workers:workers=1|4", "faster_gpu:kind=tpu",
@@ -36,16 +36,6 @@ def example(example_trace):
     expected = daydream.sweep(graph, SPECS)
     assert expected["error"].notna().tolist() == [False] * 6 + [True, False]
     return graph, expected
-
-
-def one_kernel_trace(kernel_us: int = 100) -> KinetoJson:
-    t = KinetoJson()
-    t.annotation("ProfilerStep#1", 0, 200)
-    t.cpu_op("aten::mm", 10, 20)
-    t.launch("gemm_kernel", 15, 1, kernel_ts=30, kernel_dur=kernel_us)
-    t.runtime("cudaDeviceSynchronize", 40, 95, 2)
-    t.cpu_op("after_sync", 140, 10)
-    return t
 
 
 class InOrderExecutor:

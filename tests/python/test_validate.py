@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 import daydream
+from conftest import one_kernel_trace
 from kineto_builder import KinetoJson
 
 SUMMARY_KEYS = ["before", "after", "scenario", "iteration_rule", "before_iteration_rule", "compared", "predicted",
@@ -21,12 +22,7 @@ SUMMARY_KEYS = ["before", "after", "scenario", "iteration_rule", "before_iterati
 
 
 def profiler_steps(steps: int = 2) -> KinetoJson:
-    t = KinetoJson()
-    t.annotation("ProfilerStep#1", 0, 200)
-    t.cpu_op("aten::mm", 10, 20)
-    t.launch("gemm_kernel", 15, 1, kernel_ts=30, kernel_dur=100)
-    t.runtime("cudaDeviceSynchronize", 40, 95, 2)
-    t.cpu_op("after_sync", 140, 10)
+    t = one_kernel_trace()
     for n in range(2, steps + 1):
         start = 200 + 100 * (n - 2)
         t.annotation(f"ProfilerStep#{n}", start, 100)
