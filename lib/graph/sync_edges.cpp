@@ -17,6 +17,7 @@
 #include <limits>
 #include <map>
 
+#include "common/cuda_api.hpp"
 #include "common/text.hpp"
 #include "graph/build_context.hpp"
 
@@ -128,8 +129,7 @@ class SyncBuilder {
 
   void wait_for_queue_slot(TaskId t, std::uint32_t position) {
     const TaskTimes& call = ctx_.times[t];
-    if (call.end - call.start <= long_call_ns() || api_role(ctx_.trace.name_of(ctx_.event(position))) == ApiRole::memcpy)
-      return;
+    if (call.end - call.start <= long_call_ns() || copy_call_waits_for_its_copy(position)) return;
     if (const TaskId holder = lock_holder(t); holder != kNoTask) return wait_for_lock(t, holder);
     // The latest-ending GPU task launched before this call (so it cannot depend on the call).
     auto it = std::upper_bound(gpu_ends_.begin(), gpu_ends_.end(),
@@ -141,6 +141,19 @@ class SyncBuilder {
     add_sync(t, {released_by}, /*inferred=*/true, "launch_queue_waits",
              "launch calls that waited for a slot in the full GPU launch queue: sync edge from the GPU task whose "
              "end freed it");
+  }
+
+  /// A copy call may be long for its own copy: it blocks until a copy to pageable memory is done,
+  /// or stages pageable source data (waiting for its stream first). Other copy calls (device to
+  /// device, pinned) only queue their copy and are long for the same reasons as a kernel launch.
+  bool copy_call_waits_for_its_copy(std::uint32_t position) const {
+    const TraceEvent& call = ctx_.event(position);
+    const auto name = ctx_.trace.name_of(call);
+    if (api_role(name) != ApiRole::memcpy) return false;
+    const auto copies = ctx_.lookup(ctx_.gpu_by_correlation, call.correlation);
+    if (copies.empty()) return true;
+    const auto copy = ctx_.trace.name_of(ctx_.event(copies.front()));
+    return cuda::copy_blocks_host(name, copy) || text::contains(copy, "Pageable");
   }
 
   bool launched_before(TaskId gpu_task, TimeNs time) const {
@@ -332,11 +345,63 @@ class SyncBuilder {
     const RecordPoint event = point.unit == BuildContext::kNoUnit || point.unit == waiting_unit
                                   ? latest_other_stream(waiting_unit, ctx_.times[t].start)
                                   : point;
-    if (event.unit == BuildContext::kNoUnit) return;
-    const TaskId awaited = last_launched_before(event.unit, event.time);
     const TaskId waiting = first_launched_after(waiting_unit, ctx_.times[t].start);
-    if (awaited == kNoTask || waiting == kNoTask) return;
-    add_cross_stream(awaited, waiting, inferred);
+    if (waiting == kNoTask) return;
+    const TaskId awaited = event.unit == BuildContext::kNoUnit ? kNoTask : last_launched_before(event.unit, event.time);
+    if (point.inferred && (awaited == kNoTask || starts_before_end(waiting, awaited))) {
+      if (const TaskId releaser = released_by(waiting, ctx_.times[t].start); releaser != kNoTask)
+        return add_released_wait(releaser, waiting);
+    }
+    if (awaited != kNoTask) add_cross_stream(awaited, waiting, inferred);
+  }
+
+  bool starts_before_end(TaskId waiting, TaskId awaited) const {
+    return ctx_.times[waiting].start < ctx_.times[awaited].end - ctx_.options.contradiction_tolerance_ns;
+  }
+
+  /// When the awaited cudaEventRecord is unknown (or the guess is contradicted), the timestamps
+  /// can still show what the stream waited for: the waiting task was held (it started later than
+  /// its launch and its stream allow) and began within one launch latency (the GPU front end's
+  /// reaction time, calibrated on this trace) after a task on another stream of its device ended,
+  /// a task launched before the wait call. That task is the latest such end.
+  TaskId released_by(TaskId waiting, TimeNs wait_call) const {
+    const TimeNs window = std::max(ctx_.options.contradiction_tolerance_ns, kernel_latency_ns());
+    const TimeNs start = ctx_.times[waiting].start;
+    if (!held_on_idle_stream(waiting, window)) return kNoTask;
+    auto it = std::upper_bound(gpu_ends_.begin(), gpu_ends_.end(), std::make_pair(start, kNoTask));
+    for (; it != gpu_ends_.begin(); --it) {
+      const auto [end, candidate] = *std::prev(it);
+      if (start - end > window) break;
+      const UnitId unit = ctx_.graph.task(candidate).unit;
+      if (unit != ctx_.graph.task(waiting).unit && same_process(unit, ctx_.graph.task(waiting).unit) &&
+          launched_before(candidate, wait_call))
+        return candidate;
+    }
+    return kNoTask;
+  }
+
+  TimeNs kernel_latency_ns() const {
+    return ctx_.graph.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)];
+  }
+
+  /// Started more than `window` after both its launch call ended and its stream's previous task.
+  bool held_on_idle_stream(TaskId waiting, TimeNs window) const {
+    const TimeNs start = ctx_.times[waiting].start;
+    const TaskId launcher = ctx_.launched_by[waiting];
+    if (launcher == kNoTask || start - ctx_.times[launcher].end <= window) return false;
+    const auto& stream = ctx_.unit_tasks[ctx_.graph.task(waiting).unit];
+    // A stream runs one task at a time, so its tasks are sorted by start.
+    const auto self = std::lower_bound(stream.begin(), stream.end(), start,
+                                       [&](TaskId a, TimeNs time) { return ctx_.times[a].start < time; });
+    return self == stream.begin() || start - ctx_.times[*std::prev(self)].end > window;
+  }
+
+  void add_released_wait(TaskId releaser, TaskId waiting) {
+    ctx_.count("stream_waits_from_timing", Severity::info,
+               "cudaStreamWaitEvent calls whose event record is unknown, resolved by timing: the held task started "
+               "within one launch latency after a task on another stream ended (inferred cross_stream edge)",
+               ctx_.graph.task(waiting).source_event);
+    add_cross_stream(releaser, waiting, /*inferred=*/true);
   }
 
   void add_cross_stream(TaskId awaited, TaskId waiting, bool inferred) {

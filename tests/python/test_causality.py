@@ -11,13 +11,13 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
 
 # Iteration replay bounds (max |error| per iteration, median |error|). 2% / 1% everywhere, except
-# where docs/validation.md explains a known miss: DALI's pageable copies held by the driver
-# (a few steps of three runs) and the side-stream pattern of the multi-stream issue.
+# where docs/validation.md explains a known miss: in two DALI runs a few device-to-device copies
+# start while a DALI kernel fills the GPU (no occupancy model yet), and the side-stream pattern
+# of the multi-stream issue.
 DEFAULT_BOUND = (0.02, 0.01)
 KNOWN_MISSES = {
-    "pairs/nersc-sc21-unet-a100/dali.sqlite.gz": (0.035, 0.01),
-    "pairs/nersc-sc21-unet-a100/dali_amp.sqlite.gz": (0.035, 0.01),
-    "pairs/nersc-sc21-unet-a100/dali_amp_apex_jit.sqlite.gz": (0.05, 0.01),
+    "pairs/nersc-sc21-unet-a100/dali_amp.sqlite.gz": (0.025, 0.01),
+    "pairs/nersc-sc21-unet-a100/dali_amp_apex_jit.sqlite.gz": (0.04, 0.01),
     "traces/patterns/sidestream-hold/sidestream_hold.json.gz": (0.40, 0.40),
 }
 # GPU-bound runs (u >= 0.9, no CPU thread above 40% busy) that must predict at least 1.7x; the

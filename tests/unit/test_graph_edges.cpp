@@ -283,3 +283,64 @@ TEST_CASE("a launch blocked by a full launch queue waits for the GPU task that f
   g.task(k1).duration_ns = 90 * us;  // a faster GPU frees the slot earlier
   CHECK(simulate(g).end_ns[blocked] == 105 * us);
 }
+
+TEST_CASE("a stream wait whose event record is unknown is resolved by timing", "[graph]") {
+  // Thread 2 fills stream 20 with copies and records an event (no CUDA_EVENT record names it);
+  // thread 1 makes stream 24 wait. The consumer, launched at 11, starts 2 us after the last copy
+  // ends: held by it, not by its launch or its (empty) stream.
+  Graph g = test::graph_of(test::KinetoJson()
+                               .runtime("cudaMemcpyAsync", 0, 4, 1, 2)
+                               .memcpy("Memcpy HtoD (Pinned -> Device)", 5, 45, 1, 20)
+                               .runtime("cudaEventRecord", 5, 1, 2, 2)
+                               .runtime("cudaStreamWaitEvent", 8, 1, 3)
+                               .runtime("cudaLaunchKernel", 10, 1, 4)
+                               .kernel("consumer", 52, 9, 4, 24)
+                               .str());
+  const TaskId copy = task_named(g, "Memcpy HtoD (Pinned -> Device)"), consumer = task_named(g, "consumer");
+  const auto edge = edge_between(g, copy, consumer);
+  REQUIRE(edge);
+  CHECK(edge->type == EdgeType::cross_stream);
+  CHECK(edge->inferred);
+  CHECK(g.report().get("stream_waits_from_timing") == 1);
+  CHECK(simulate(g).start_ns[consumer] == 50 * us);
+  g.task(copy).duration_ns = 20 * us;  // a faster copy releases the consumer earlier
+  CHECK(simulate(g).start_ns[consumer] == 25 * us);
+}
+
+TEST_CASE("a stream wait is not resolved by timing when the waiting task was not held", "[graph]") {
+  const Graph g = test::graph_of(test::KinetoJson()
+                                     .runtime("cudaMemcpyAsync", 0, 4, 1, 2)
+                                     .memcpy("Memcpy HtoD (Pinned -> Device)", 5, 10, 1, 20)
+                                     .runtime("cudaStreamWaitEvent", 8, 1, 3)
+                                     .runtime("cudaLaunchKernel", 13, 1, 4)
+                                     .kernel("consumer", 16, 9, 4, 24)  // right after its launch
+                                     .str());
+  CHECK(test::count_of(g, EdgeType::cross_stream) == 0);
+  CHECK(g.report().get("stream_waits_from_timing") == 0);
+}
+
+TEST_CASE("an async device-to-device copy call blocked by another thread's staging call waits for it", "[graph]") {
+  // Thread 2 stages a pageable copy for 200 us, holding the driver; thread 1's device-to-device
+  // copy call blocks meanwhile and returns 5 us after it (driver_lock_waits). The short launches
+  // set the median launch call (2 us) that makes both calls long.
+  Graph g = test::graph_of(test::KinetoJson()
+                               .runtime("cudaMemcpyAsync", 0, 200, 1, 2)
+                               .memcpy("Memcpy HtoD (Pageable -> Device)", 199, 2, 1, 20)
+                               .runtime("cudaLaunchKernel", 2, 2, 4)
+                               .kernel("k0", 5, 1, 4)
+                               .runtime("cudaLaunchKernel", 6, 2, 5)
+                               .kernel("k1", 9, 1, 5)
+                               .runtime("cudaLaunchKernel", 10, 2, 2)
+                               .kernel("k", 14, 20, 2)
+                               .runtime("cudaMemcpyAsync", 20, 185, 3)
+                               .memcpy("Memcpy DtoD (Device -> Device)", 206, 30, 3)
+                               .str());
+  const TaskId holder = task_named(g, "cudaMemcpyAsync"), blocked = task_named(g, "cudaMemcpyAsync", 1);
+  const auto edge = edge_between(g, holder, blocked);
+  REQUIRE(edge);
+  CHECK(edge->type == EdgeType::cross_thread);
+  CHECK(g.task(blocked).duration_ns == 5 * us);
+  CHECK(g.report().get("driver_lock_waits") == 1);
+  const TaskId copy = task_named(g, "Memcpy DtoD (Device -> Device)");
+  CHECK(simulate(g).start_ns[copy] >= 200 * us);  // the copy is queued only once the call got the driver
+}
