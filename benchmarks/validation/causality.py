@@ -40,15 +40,20 @@ def busy_union_ns(intervals: list[tuple[int, int]]) -> int:
     return total
 
 
-def gpu_busy_share(graph: daydream.Graph) -> float:
+GPU_KINDS = ["kernel", "memcpy", "memset", "communication"]
+
+
+def gpu_busy_share(graph: daydream.Graph, kinds: list[str] = GPU_KINDS) -> float:
+    """Share of the GPU span (first to last GPU task of any kind) in which a task of `kinds` runs."""
     frame = graph.tasks_frame()
-    gpu = frame[frame["kind"].isin(["kernel", "memcpy", "memset", "communication"])]
+    gpu = frame[frame["kind"].isin(GPU_KINDS)]
     if gpu.empty:
         return 0.0
     starts = gpu["recorded_start_ns"].to_numpy()
     ends = starts + gpu["duration_ns"].to_numpy()
     span = int(ends.max() - starts.min())
-    return busy_union_ns(list(zip(starts.tolist(), ends.tolist()))) / span if span > 0 else 0.0
+    chosen = gpu["kind"].isin(kinds).to_numpy()
+    return busy_union_ns(list(zip(starts[chosen].tolist(), ends[chosen].tolist()))) / span if span > 0 else 0.0
 
 
 def covered_iterations(graph: daydream.Graph) -> set:
@@ -76,9 +81,11 @@ def survey(path: pathlib.Path) -> dict:
     row["max_error"] = max(errors) if errors else None
     row["median_error"] = statistics.median(errors) if errors else None
     row["u"] = gpu_busy_share(graph)
+    row["u_kernels"] = gpu_busy_share(graph, ["kernel"])  # what faster_gpu (kind=kernel) scales
     cpu = [u["utilization"] for u in replay["units"] if u["kind"] == "cpu_thread"]
     row["busiest_thread"] = max(cpu) if cpu else 0.0
     row["amdahl"] = 1.0 / (1.0 - row["u"] / 2.0)
+    row["amdahl_kernels"] = 1.0 / (1.0 - row["u_kernels"] / 2.0)
     if replay["iterations"]:
         prediction = daydream.predict(graph, "faster_gpu:factor=2").to_dict()
         covered = covered_iterations(graph)
@@ -103,10 +110,10 @@ def graph_stats(path: pathlib.Path) -> list[dict]:
 
 def markdown(rows: list[dict], shared: pathlib.Path) -> str:
     lines = ["| trace | iterations (with GPU records) | replay max / median error | u | busiest thread | faster_gpu 2x | "
-             "Amdahl bound | unexplained delay |", "|---|---|---|---|---|---|---|---|"]
+             "Amdahl bound | u (kernels) | Amdahl (kernels) | unexplained delay |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "failed" in r:
-            lines.append(f"| {pathlib.Path(r['trace']).relative_to(shared)} | failed: {r['failed']} |||||||")
+            lines.append(f"| {pathlib.Path(r['trace']).relative_to(shared)} | failed: {r['failed']} |||||||||")
             continue
         err = "-" if r["max_error"] is None else f"{100 * r['max_error']:.2f}% / {100 * r['median_error']:.2f}%"
         speed = f"{r['faster_gpu_2x']:.3f}x" if r.get("faster_gpu_2x") else "-"
@@ -114,7 +121,8 @@ def markdown(rows: list[dict], shared: pathlib.Path) -> str:
         its = r["iterations"] if r.get("iterations_with_gpu_records", r["iterations"]) == r["iterations"] \
             else f"{r['iterations']} ({r['iterations_with_gpu_records']})"
         lines.append(f"| {pathlib.Path(r['trace']).relative_to(shared)} | {its} | {err} | "
-                     f"{r['u']:.3f} | {100 * r['busiest_thread']:.1f}% | {speed} | {r['amdahl']:.3f}x | {unexplained} |")
+                     f"{r['u']:.3f} | {100 * r['busiest_thread']:.1f}% | {speed} | {r['amdahl']:.3f}x | "
+                     f"{r['u_kernels']:.3f} | {r['amdahl_kernels']:.3f}x | {unexplained} |")
     return "\n".join(lines)
 
 

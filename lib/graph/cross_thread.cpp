@@ -138,7 +138,11 @@ class CrossThreadInference {
   std::optional<TimeNs> resumption(UnitId unit, TimeNs from, TimeNs to) const {
     const ThreadSchedule& schedule = ctx_.schedules[unit];
     if (!schedule.known) return to;
-    return schedule.last_switch_in(from, to);
+    // The switch-in that let the thread record its next event can carry a later timestamp than
+    // that event by a few hundred ns (two clocks): within the tolerance it still counts.
+    const auto switched_in = schedule.last_switch_in(from, to + ctx_.options.contradiction_tolerance_ns);
+    if (!switched_in) return std::nullopt;
+    return std::min(*switched_in, to);
   }
 
   void wake_after_gap(UnitId unit, TaskId woken, TimeNs idle_since) {

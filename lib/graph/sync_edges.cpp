@@ -241,7 +241,9 @@ class SyncBuilder {
       case ApiRole::event_sync: return wait_for_event(t, event_point(record, last_record));
       case ApiRole::stream_wait_event: return stream_wait(t, record, event_point(record, last_record), next_launch);
       case ApiRole::event_record: last_record = {ctx_.times[t].start, last_launch, true}; return;
-      case ApiRole::memcpy: return wait_for_unrecorded_copy(t, call, last_launch);
+      case ApiRole::memcpy:
+        wait_for_unrecorded_copy(t, call, last_launch);
+        return wait_for_staging_stream(t, call);
       default: return;
     }
   }
@@ -276,6 +278,56 @@ class SyncBuilder {
       add_sync(t, {last}, /*inferred=*/true, "copy_without_record_waits",
                "copy calls without a copy record that lasted as long as a wait: sync edge from the last work "
                "launched on the thread's stream before them (inferred)");
+  }
+
+  /// "If pageable memory must first be staged to pinned memory, the driver may synchronize with
+  /// the stream and stage the copy" (CUDA API synchronisation rules): its staging buffers are
+  /// reused once earlier pageable copies are done. A long call of a pageable copy that returned
+  /// within launch_queue_window_ns after an earlier pageable copy of its device ended (one launched
+  /// before the call) waited for it (inferred sync edge); the staging after it stays CPU time, and
+  /// its own copy is queued when the call returns.
+  void wait_for_staging_stream(TaskId t, const TraceEvent& call) {
+    const auto copies = ctx_.lookup(ctx_.gpu_by_correlation, call.correlation);
+    if (copies.empty() || ctx_.event_task[copies.front()] == kNoTask || !pageable(ctx_.event_task[copies.front()]))
+      return;
+    const TaskId copy = ctx_.event_task[copies.front()];
+    const TaskTimes& times = ctx_.times[t];
+    if (times.end - times.start <= long_call_ns()) return;
+    const TaskId awaited = staging_released_by(t, copy);
+    if (awaited == kNoTask) return;
+    add_sync(t, {awaited}, /*inferred=*/true, "pageable_copy_staging_waits",
+             "pageable copy calls that returned right after an earlier pageable copy ended (the driver waits for "
+             "its staging buffer): sync edge from that copy");
+    queue_copy_at_return(t, copy);
+  }
+
+  bool pageable(TaskId task) const {
+    return ctx_.graph.task(task).kind == TaskKind::memcpy && text::contains(ctx_.graph.name(task), "Pageable");
+  }
+
+  TaskId staging_released_by(TaskId call, TaskId copy) const {
+    const TaskTimes& times = ctx_.times[call];
+    auto it = std::upper_bound(gpu_ends_.begin(), gpu_ends_.end(),
+                               std::make_pair(times.end + ctx_.options.contradiction_tolerance_ns, kNoTask));
+    for (; it != gpu_ends_.begin(); --it) {
+      const auto [end, candidate] = *std::prev(it);
+      if (times.end - end > ctx_.options.launch_queue_window_ns || end <= times.start) break;
+      if (candidate != copy && pageable(candidate) && launched_before(candidate, times.start) &&
+          same_process(ctx_.graph.task(candidate).unit, ctx_.graph.task(copy).unit))
+        return candidate;
+    }
+    return kNoTask;
+  }
+
+  // The copy's launch edge measured its start from the call's start (staging inside the call);
+  // once the call's wait is an edge, the copy starts after the call instead.
+  void queue_copy_at_return(TaskId call, TaskId copy) {
+    for (const auto& pred : ctx_.graph.predecessors(copy)) {
+      if (pred.task != call || pred.edge.type != EdgeType::launch) continue;
+      Edge& launch = ctx_.graph.edge(call, copy);
+      launch.timing = Timing::finish_to_start;
+      launch.delay_ns = std::max<TimeNs>(0, ctx_.times[copy].start - ctx_.times[call].end);
+    }
   }
 
   void wait_for_stream(TaskId t, const TraceEvent* record, UnitId last_launch) {

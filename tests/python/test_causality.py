@@ -21,7 +21,9 @@ KNOWN_MISSES = {
     "traces/patterns/sidestream-hold/sidestream_hold.json.gz": (0.40, 0.40),
 }
 # GPU-bound runs (u >= 0.9, no CPU thread above 40% busy) that must predict at least 1.7x; the
-# sc21 4-GPU runs miss it (DALI's staging becomes the critical path), see docs/validation.md.
+# sc21 4-GPU runs miss it (1.63x, 1.66x): under the what-if their critical path runs through DALI's
+# per-batch chain that a faster GPU does not shorten (8.9 ms of file reading on a DALI thread, then
+# ~5.5 ms of host-to-device copies over PCIe), see docs/validation.md.
 GPU_BOUND_MISSES = {"pairs/nersc-sc21-unet-a100/4gpu_baseline.sqlite.gz",
                     "pairs/nersc-sc21-unet-a100/4gpu_nobroadcast.sqlite.gz"}
 
@@ -58,6 +60,8 @@ def test_faster_gpu_respects_amdahl_and_moves_gpu_bound_runs(survey):
         if not row.get("faster_gpu_2x"):
             continue
         assert row["faster_gpu_2x"] <= row["amdahl"] + 1e-6, f"{name}: {row['faster_gpu_2x']:.3f}x > Amdahl"
+        # faster_gpu scales kernels only: the tighter bound over the time some kernel runs holds too
+        assert row["faster_gpu_2x"] <= row["amdahl_kernels"] + 1e-6, f"{name}: above Amdahl over kernels"
         assert row["faster_gpu_2x"] >= 1.0 - 1e-6, f"{name}: a faster GPU slowed the run"
         if row["u"] >= 0.9 and row["busiest_thread"] <= 0.4 and name not in GPU_BOUND_MISSES:
             assert row["faster_gpu_2x"] >= 1.7, f"{name}: GPU-bound but only {row['faster_gpu_2x']:.3f}x"

@@ -344,3 +344,33 @@ TEST_CASE("an async device-to-device copy call blocked by another thread's stagi
   const TaskId copy = task_named(g, "Memcpy DtoD (Device -> Device)");
   CHECK(simulate(g).start_ns[copy] >= 200 * us);  // the copy is queued only once the call got the driver
 }
+
+TEST_CASE("a pageable copy call that returned right after an earlier pageable copy waited for it", "[graph]") {
+  // The driver stages pageable copies through its own pinned buffers: call 2 blocks until copy 1
+  // (held on the GPU until 200 us) is done, returns 2 us later, and its own copy follows.
+  Graph g = test::graph_of(test::KinetoJson()
+                               .runtime("cudaLaunchKernel", 0, 3, 1)
+                               .kernel("k", 4, 195, 1, 20)
+                               .runtime("cudaMemcpyAsync", 4, 4, 2)
+                               .memcpy("Memcpy HtoD (Pageable -> Device)", 200, 10, 2, 20)
+                               .runtime("cudaMemcpyAsync", 10, 202, 3)
+                               .memcpy("Memcpy HtoD (Pageable -> Device)", 215, 2, 3, 20)
+                               .str());
+  const TaskId first = task_named(g, "Memcpy HtoD (Pageable -> Device)");
+  const TaskId second = task_named(g, "Memcpy HtoD (Pageable -> Device)", 1);
+  const TaskId call = task_named(g, "cudaMemcpyAsync", 1);
+  const auto edge = edge_between(g, first, call);
+  REQUIRE(edge);
+  CHECK(edge->type == EdgeType::sync);
+  CHECK(edge->inferred);
+  CHECK(g.task(call).duration_ns == 2 * us);  // the staging after the wait
+  CHECK(edge_between(g, call, second)->timing == Timing::finish_to_start);
+  CHECK(g.report().get("pageable_copy_staging_waits") == 1);
+  auto r = simulate(g);
+  CHECK(r.end_ns[call] == 212 * us);
+  CHECK(r.start_ns[second] == 215 * us);
+  g.task(task_named(g, "k")).duration_ns = 95 * us;  // the GPU frees the first copy 100 us earlier
+  r = simulate(g);
+  CHECK(r.end_ns[call] == 112 * us);
+  CHECK(r.start_ns[second] == 115 * us);
+}

@@ -119,6 +119,15 @@ TEST_CASE("scheduling: a switched-out thread is woken by the task that ended bef
     CHECK(wake->delay_ns == 20 * us);
     CHECK_FALSE(edge_between(g, task_named(g, "w"), task_named(g, "b")));
   }
+  SECTION("a switch-in stamped just after b's start (two clocks) still counts as the resumption") {
+    // Back in at 200.5 us, b recorded at 200 us: without the tolerance the last switch-in before
+    // b would be none, and an earlier wake-up would be dated to an earlier switch-in.
+    const Graph g = build_graph(scheduled(main_and_worker(), 1, Stretches{{15, 100}, {120, 200.5}}));
+    const auto wake = edge_between(g, task_named(g, "w2"), task_named(g, "b"));
+    REQUIRE(wake);
+    CHECK(wake->delay_ns == 20 * us);
+    CHECK_FALSE(edge_between(g, task_named(g, "w"), task_named(g, "b")));
+  }
   SECTION("never switched out: the gap was CPU work, kept as the cpu_sequential delay") {
     const Graph g = build_graph(scheduled(main_and_worker(), 1, Stretches{}));
     const TaskId b = task_named(g, "b");
