@@ -95,17 +95,10 @@ def survey(path: pathlib.Path) -> dict:
         new = sum(it["predicted_ms"] for it in rows)
         row["faster_gpu_2x"] = base / new if new > 0 else None
         measured = sum(it["measured_ms"] for it in replay["iterations"])
-        stats = {s["key"]: s for s in graph_stats(path)}
+        stats = {s["key"]: s for s in graph.import_report()}
         kept = sum(stats.get(k, {}).get("total_ms", 0.0) for k in ("unexplained_waits", "unexplained_gaps"))
         row["unexplained_share"] = min(1.0, kept / measured) if measured > 0 else None
     return row
-
-
-def graph_stats(path: pathlib.Path) -> list[dict]:
-    import subprocess
-    cli = pathlib.Path(__file__).resolve().parents[2] / "build" / "bin" / "daydream"
-    out = subprocess.run([str(cli), "stats", str(path), "--json"], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)["import_report"]
 
 
 def markdown(rows: list[dict], shared: pathlib.Path) -> str:

@@ -196,3 +196,22 @@ def test_layers(tmp_path):
     bad.write_text('{"layers": [{"name": "x"}]}')
     with pytest.raises(daydream.Error, match="bad_layers.json"):
         daydream.load(trace, layers=bad)
+
+
+def test_import_report_is_what_stats_prints(cli, example_trace):
+    import subprocess
+
+    run = subprocess.run([cli, "stats", str(example_trace), "--json"], capture_output=True, text=True, check=True)
+    assert daydream.load(example_trace).import_report() == json.loads(run.stdout)["import_report"]
+
+
+def test_import_report_carries_kept_time(tmp_path):
+    # Thread 1 idles 300 us with nothing on another thread to explain it: an unexplained gap.
+    trace = tmp_path / "gap.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+        {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 310, "dur": 10},
+    ]}))
+    report = {s["key"]: s for s in daydream.load(trace).import_report()}
+    assert report["unexplained_gaps"]["count"] == 1
+    assert report["unexplained_gaps"]["total_ms"] == pytest.approx(0.3)

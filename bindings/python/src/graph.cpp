@@ -139,6 +139,21 @@ void init_graph(py::module_& m) {
              return d;
            }, "Which ranges are the iterations and how they are measured: {pattern (the iterations= regex or "
               "None), form, measure ('range' or 'start_to_start'), thread, description}.")
+      .def("import_report", [](const GraphPtr& g) {
+             py::list out;
+             for (const ImportStat& s : g->graph.report().stats()) {
+               py::dict d;
+               d["key"] = s.key;
+               d["severity"] = std::string(to_string(s.severity));
+               d["count"] = s.count;
+               d["first_event"] = s.first_event;
+               if (s.total_ns > 0) d["total_ms"] = static_cast<double>(s.total_ns) / 1e6;
+               d["description"] = s.description;
+               out.append(std::move(d));
+             }
+             return out;
+           }, "The import report, as `daydream stats --json` prints it: a list of {key, severity, count, "
+              "first_event (source index, -1 for none), total_ms (only for counters of stretches of time), description}.")
       .def_property_readonly("source_path", [](const GraphPtr& g) { return g->graph.source_path; },
                              "The trace file the graph was built from.")
       .def("edge_counts", [](const GraphPtr& g) {
