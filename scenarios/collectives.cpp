@@ -288,6 +288,110 @@ std::vector<BackwardPass> find_backward_passes(const Graph& graph, const TraceCo
   return passes;
 }
 
+// --- a traced DDP run ---
+
+namespace {
+
+/// When the CPU launched a GPU task: its launching call's start, else (launched before the trace
+/// began) the task's own.
+TimeNs launch_start_ns(const Graph& graph, TaskId task) {
+  const TaskId call = launching_call(graph, task);
+  return graph.task(call == kNoTask ? task : call).recorded_start_ns;
+}
+
+void sort_by_launch(const Graph& graph, TracedPass& pass) {
+  std::vector<std::size_t> order(pass.allreduces.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return launch_start_ns(graph, pass.allreduces[a]) < launch_start_ns(graph, pass.allreduces[b]);
+  });
+  TracedPass sorted = pass;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    sorted.allreduces[i] = pass.allreduces[order[i]];
+    sorted.recorded_bytes[i] = pass.recorded_bytes[order[i]];
+  }
+  pass = std::move(sorted);
+}
+
+bool names_broadcast(std::string_view name) { return text::contains_ignore_case(name, "broadcast"); }
+
+/// A copy that coalesces tensors: a device-to-device copy, or a kernel named "copy".
+bool is_copy_task(const Graph& graph, TaskId task) {
+  return is_device_to_device_copy(graph, task) ||
+         (graph.task(task).kind == TaskKind::kernel && text::contains_ignore_case(graph.name(task), "copy"));
+}
+
+/// The unbroken run of copy tasks of the broadcast's iteration in `launches` (its thread's, by
+/// launch start) on either side of the broadcast's launch, appended to `out`.
+void append_copies_around(const Graph& graph, const std::vector<std::pair<TimeNs, TaskId>>& launches,
+                          TaskId broadcast, TimeNs launch_ns, std::vector<TaskId>& out) {
+  const auto belongs = [&](TaskId t) {
+    return is_copy_task(graph, t) && graph.task(t).iteration == graph.task(broadcast).iteration;
+  };
+  const auto at = std::lower_bound(launches.begin(), launches.end(), std::make_pair(launch_ns, TaskId{0}));
+  for (auto it = at; it != launches.begin() && belongs(std::prev(it)->second); --it) out.push_back(std::prev(it)->second);
+  for (auto it = at; it != launches.end() && belongs(it->second); ++it) out.push_back(it->second);
+}
+
+}  // namespace
+
+std::vector<TracedPass> traced_passes(const Graph& graph, const TraceCollectives& collectives) {
+  const auto& iterations = graph.iterations();
+  std::vector<TracedPass> passes(iterations.size());
+  for (std::size_t i = 0; i < iterations.size(); ++i) {
+    passes[i].iteration = static_cast<std::int32_t>(i);
+    passes[i].end_ns = iterations[i].measured_start_ns + iterations[i].measured_ns;
+  }
+  for (const TraceCollective& c : collectives.list) {
+    if (!c.allreduce) continue;
+    const auto kernels = static_cast<std::int64_t>(c.tasks.size());
+    for (TaskId t : c.tasks) {
+      const std::int32_t iteration = graph.task(t).iteration;  // its launch's iteration
+      if (iteration < 0 || static_cast<std::size_t>(iteration) >= passes.size()) continue;
+      passes[iteration].allreduces.push_back(t);
+      passes[iteration].recorded_bytes.push_back(c.bytes == kNone ? kNone : c.bytes / kernels);
+    }
+  }
+  std::erase_if(passes, [](const TracedPass& p) { return p.allreduces.empty(); });
+  for (TracedPass& pass : passes) sort_by_launch(graph, pass);
+  return passes;
+}
+
+bool is_device_to_device_copy(const Graph& graph, TaskId task) {
+  if (graph.task(task).kind != TaskKind::memcpy) return false;
+  const std::string_view name = graph.name(task);
+  return text::contains(name, "DtoD") || text::contains(name, "Device -> Device");
+}
+
+std::vector<TaskId> copy_back_copies(const Graph& graph, const LaunchIndex& launches, const TracedPass& pass) {
+  if (pass.allreduces.empty()) return {};
+  const TaskId call = launching_call(graph, pass.allreduces.back());
+  if (call == kNoTask) return {};
+  const Task& last_launch = graph.task(call);
+  std::vector<TaskId> copies;
+  for (TaskId t : launches.launched_in(last_launch.unit, last_launch.recorded_start_ns + 1, pass.end_ns))
+    if (!graph.removed(t) && is_device_to_device_copy(graph, t)) copies.push_back(t);
+  return copies;
+}
+
+std::vector<TaskId> buffer_broadcast_tasks(const Graph& graph, const LaunchIndex& launches) {
+  const bool any_iteration = graph.iterations().empty();  // no steps marked: every broadcast counts
+  std::vector<TaskId> tasks;
+  for (TaskId t = 0; t < graph.num_tasks(); ++t) {
+    const Task& task = graph.task(t);
+    if (task.removed || task.kind != TaskKind::communication || !names_broadcast(graph.name(t))) continue;
+    if (task.iteration < 0 && !any_iteration) continue;  // DDP's construction broadcasts parameters once, before
+    tasks.push_back(t);
+    const TaskId call = launching_call(graph, t);
+    if (call != kNoTask)
+      append_copies_around(graph, launches.launches_of(graph.task(call).unit), t, graph.task(call).recorded_start_ns,
+                           tasks);
+  }
+  std::sort(tasks.begin(), tasks.end());
+  tasks.erase(std::unique(tasks.begin(), tasks.end()), tasks.end());
+  return tasks;
+}
+
 // --- gradient sizes ---
 
 std::vector<std::int64_t> spread_bytes(std::int64_t total_bytes, const std::vector<double>& weights) {
@@ -522,7 +626,7 @@ std::optional<RingFit> fit_trace(const TraceCollectives& collectives, std::vecto
   if (!fit) {
     notes.push_back(
         fmt::format("no fit: the trace's {} all-reduces of known size have fewer than 2 distinct sizes or "
-                    "the world size ({}) is under 2; default latency and bandwidth used",
+                    "the world size ({}) is under 2",
                     samples.size(), collectives.world_size));
     return std::nullopt;
   }
@@ -535,7 +639,7 @@ std::optional<RingFit> fit_trace(const TraceCollectives& collectives, std::vecto
   notes.push_back(
       fmt::format("fit not used (needs R^2 >= {} and positive latency and bandwidth): the traced "
                   "all-reduce times are not explained by their sizes (NCCL kernels also wait for the "
-                  "slowest rank); defaults used",
+                  "slowest rank)",
                   kMinRSquared));
   return std::nullopt;
 }
@@ -560,6 +664,48 @@ RingCost cluster_cost(const ScenarioParams& params, const TraceCollectives& coll
   notes.push_back(fmt::format("ring all-reduce over n = {} GPUs ({} x {}): latency {:.1f} us ({}), bandwidth {} ({})",
                               cost.ranks, params.integer("machines"), params.integer("gpus"), cost.latency_ns / 1e3,
                               latency_source, bandwidth_text(cost.ns_per_byte), link_source));
+  return cost;
+}
+
+namespace {
+
+/// The bandwidth at which latency + ns_per_byte * traffic adds up to the measured durations of
+/// the all-reduces in `bytes`; 0 (an infinite link) when nothing is left after the latencies.
+double measured_ns_per_byte(const Graph& graph, const std::map<TaskId, std::int64_t>& bytes, const RingCost& cost) {
+  double busy_ns = 0, traffic = 0;
+  for (const auto& [task, size] : bytes) {
+    busy_ns += static_cast<double>(graph.task(task).duration_ns) - cost.latency_ns;
+    traffic += ring_traffic_bytes(cost.ranks, static_cast<double>(size));
+  }
+  return traffic > 0 && busy_ns > 0 ? busy_ns / traffic : 0;
+}
+
+}  // namespace
+
+RingCost traced_cluster_cost(const Graph& graph, const TraceCollectives& collectives,
+                             const std::map<TaskId, std::int64_t>& bytes, const ScenarioParams& params,
+                             std::vector<std::string>& notes) {
+  RingCost cost;
+  const bool known_ranks = collectives.world_size >= 2;
+  cost.ranks = known_ranks ? collectives.world_size : 2;
+  cost.latency_ns = params.number("latency");
+  const std::string ranks_text =
+      known_ranks ? fmt::format("n = {} (the trace's world size)", cost.ranks)
+                  : std::string("n unknown (the trace has no world size; its 2(n-1)/n cancels out)");
+  if (const auto fit = fit_trace(collectives, notes)) {
+    if (!params.given("latency")) cost.latency_ns = fit->latency_ns;
+    cost.ns_per_byte = fit->ns_per_byte;
+    notes.push_back(fmt::format("merged all-reduces on the traced cluster, {}: latency {:.1f} us, bandwidth {} (fitted)",
+                                ranks_text, cost.latency_ns / 1e3, bandwidth_text(cost.ns_per_byte)));
+    return cost;
+  }
+  cost.ns_per_byte = measured_ns_per_byte(graph, bytes, cost);
+  notes.push_back(fmt::format(
+      "merged all-reduces on the traced cluster, {}: latency {:.1f} us ({}), bandwidth {} (from the measured "
+      "durations of the {} traced all-reduces of known size: their time beyond the latency over their traffic; "
+      "no fit, their sizes are not recorded or do not explain their times)",
+      ranks_text, cost.latency_ns / 1e3, params.given("latency") ? "given" : "default", bandwidth_text(cost.ns_per_byte),
+      bytes.size()));
   return cost;
 }
 

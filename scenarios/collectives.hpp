@@ -4,6 +4,7 @@
 // gradient becomes ready in the backward pass and how big it is, DDP's bucketing, and the
 // parameters both scenarios take. Models and formats: docs/scenarios/ddp.md.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -107,6 +108,8 @@ class LaunchIndex {
   TaskId last_before(UnitId thread, TimeNs time_ns) const;
   /// The GPU tasks launched from `thread` by calls starting in [from_ns, to_ns), in launch order.
   std::vector<TaskId> launched_in(UnitId thread, TimeNs from_ns, TimeNs to_ns) const;
+  /// Every (launch-call start, GPU task) of `thread`, in launch order.
+  const std::vector<std::pair<TimeNs, TaskId>>& launches_of(UnitId thread) const { return by_thread_.at(thread); }
 
  private:
   std::vector<std::vector<std::pair<TimeNs, TaskId>>> by_thread_;
@@ -132,6 +135,41 @@ std::int64_t given_total_bytes(const ScenarioParams& params, std::string_view sc
 
 /// Splits `total_bytes` over `weights` in proportion (exactly: the parts sum to total_bytes).
 std::vector<std::int64_t> spread_bytes(std::int64_t total_bytes, const std::vector<double>& weights);
+
+// --- a traced DDP run: its buckets, and the copies DDP adds around them ---
+
+/// One iteration's traced all-reduces: the buckets a DDP run launched in one backward pass (one
+/// NCCL kernel each).
+struct TracedPass {
+  std::int32_t iteration = -1;  ///< index into Graph::iterations()
+  TimeNs end_ns = 0;            ///< end of the iteration's window, relative to the origin
+  std::vector<TaskId> allreduces;  ///< in launch order
+  /// Each one's size from record_param_comms (the record's bytes over its kernels), kNone when
+  /// the trace does not record it (Nsight).
+  std::vector<std::int64_t> recorded_bytes;
+};
+
+/// The trace's all-reduce tasks grouped by iteration, in launch order (launch-call start); tasks
+/// outside every iteration are in no pass. Empty for a trace without iterations.
+std::vector<TracedPass> traced_passes(const Graph& graph, const TraceCollectives& collectives);
+
+/// A device-to-device copy: a memcpy task named "DtoD" (Nsight, CUPTI) or "Device -> Device".
+bool is_device_to_device_copy(const Graph& graph, TaskId task);
+
+/// DDP's copy-back when gradient_as_bucket_view=False: once every bucket is reduced, the reducer
+/// (on the thread that ran the backward pass and launched its all-reduces) copies each bucket's
+/// reduced contents into every parameter's .grad, one device-to-device copy per parameter. They
+/// are the device-to-device copies that thread launches after the pass's last all-reduce, up to
+/// the end of the iteration.
+std::vector<TaskId> copy_back_copies(const Graph& graph, const LaunchIndex& launches, const TracedPass& pass);
+
+/// DDP's buffer broadcast at the start of every forward pass (broadcast_buffers=True): the NCCL
+/// broadcast kernels launched inside an iteration, each with the copies that coalesce the buffers
+/// into one flat tensor and back (PyTorch's broadcast_coalesced): the unbroken run of copy tasks
+/// (device-to-device copies, kernels named "copy", as PyTorch's CatArrayBatchedCopy and copy
+/// kernels are) of the broadcast's iteration that its thread launched right before and right after
+/// it. By id.
+std::vector<TaskId> buffer_broadcast_tasks(const Graph& graph, const LaunchIndex& launches);
 
 // --- DDP buckets ---
 
@@ -162,6 +200,17 @@ RingCost cluster_cost(const ScenarioParams& params, const TraceCollectives& coll
 
 /// The trace's all-reduce communication tasks (NCCL kernels) inside a record_param_comms range.
 std::vector<TaskId> traced_allreduce_tasks(const TraceCollectives& collectives);
+
+/// The ring model for the cluster the trace ran on, to cost all-reduces the trace does not have
+/// (merged buckets): the fit to the trace's all-reduces of recorded size where it explains them;
+/// otherwise `latency` (given, or its default) and the bandwidth at which the model's times add
+/// up to the measured times of the traced all-reduces of known size (`bytes`, recorded or
+/// spread): ns_per_byte = sum(duration - latency) / sum(traffic). n is the trace's world size
+/// (2 when the trace does not say: the traffic factor 2(n-1)/n then cancels between the
+/// measured bandwidth and the costed all-reduces). Appends what it used to `notes`.
+RingCost traced_cluster_cost(const Graph& graph, const TraceCollectives& collectives,
+                             const std::map<TaskId, std::int64_t>& bytes, const ScenarioParams& params,
+                             std::vector<std::string>& notes);
 
 /// A new communication channel unit named `name` (made unique with a suffix if taken).
 UnitId add_comm_channel(Graph& graph, const std::string& name);

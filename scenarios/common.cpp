@@ -34,7 +34,7 @@ TimeNs median_launch_call_ns(const Graph& graph, TimeNs fallback_ns) {
 std::size_t remove_with_launches(Graph& graph, const std::vector<TaskId>& gpu_tasks) {
   std::vector<TaskId> calls;
   for (TaskId t : gpu_tasks) {
-    const TaskId call = launch_call_of(graph, t);
+    const TaskId call = launching_call(graph, t);  // NCCL kernels hang off their call by a communication edge
     if (call != kNoTask) calls.push_back(call);
   }
   std::sort(calls.begin(), calls.end());
@@ -44,8 +44,11 @@ std::size_t remove_with_launches(Graph& graph, const std::vector<TaskId>& gpu_ta
   std::vector<TaskId> sorted_tasks = gpu_tasks;
   std::sort(sorted_tasks.begin(), sorted_tasks.end());
   const auto launches_only_these = [&](TaskId call) {
-    for (const auto& s : graph.successors(call))
-      if (s.edge.type == EdgeType::launch && !std::binary_search(sorted_tasks.begin(), sorted_tasks.end(), s.task)) return false;
+    for (const auto& s : graph.successors(call)) {
+      const bool launch = s.edge.type == EdgeType::launch ||
+                          (s.edge.type == EdgeType::communication && is_gpu(graph.task(s.task).kind));
+      if (launch && !std::binary_search(sorted_tasks.begin(), sorted_tasks.end(), s.task)) return false;
+    }
     return true;
   };
   calls.erase(std::remove_if(calls.begin(), calls.end(), [&](TaskId c) { return !launches_only_these(c); }), calls.end());

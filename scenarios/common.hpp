@@ -15,8 +15,9 @@ TaskId launch_call_of(const Graph& graph, TaskId gpu_task);
 /// `fallback_ns` when the graph has none.
 TimeNs median_launch_call_ns(const Graph& graph, TimeNs fallback_ns = 5'000);
 
-/// Removes GPU tasks together with the API calls that launched them (calls that launched
-/// nothing else). Returns the number of calls removed.
+/// Removes GPU tasks together with the API calls that launched them (launching_call: by a launch
+/// edge, or a communication edge for NCCL kernels; calls that launched nothing else). Returns the
+/// number of calls removed.
 std::size_t remove_with_launches(Graph& graph, const std::vector<TaskId>& gpu_tasks);
 
 /// Median of a list of durations (0 when empty); the upper middle one for even counts, unlike

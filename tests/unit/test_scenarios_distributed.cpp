@@ -1,6 +1,8 @@
 // The data-parallel scenarios (ddp, p3): the ring cost model, its fit and DDP's bucketing by hand;
-// inserted all-reduces and slices on a hand-built two-iteration training trace; properties on the
-// shared real traces (ResNet-50 single GPU, DDP ResNet, DDP conv net with NCCL kernels).
+// inserted all-reduces and slices on a hand-built two-iteration training trace; DDP's copy-back,
+// buffer broadcasts and re-bucketing on a hand-built trace of a DDP run; properties on the shared
+// real traces (ResNet-50 single GPU, DDP ResNet, DDP conv net with NCCL kernels, the sc22 DDP U-Net
+// pairs).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -293,6 +296,230 @@ TEST_CASE("ddp re-costs a trace's own NCCL all-reduces with the fitted latency a
   CHECK(given.task(kernels[0]).duration_ns == 20'000 + 1'500'000);
 }
 
+// --- ddp on a trace of a DDP run ----------------------------------------------------------------
+
+namespace {
+
+const char* kAllReduceKernel = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)";
+const char* kBroadcastKernel = "ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)";
+const char* kDeviceCopy = "Memcpy DtoD (Device -> Device)";
+
+struct DdpRunOptions {
+  std::vector<double> allreduce_us = {60, 30, 30};  // the three buckets' NCCL kernel times
+  /// Elements (float) of each bucket, recorded by record_param_comms (group size 2); empty: no
+  /// record, as in an Nsight trace.
+  std::vector<std::int64_t> recorded_elements;
+  std::vector<std::int64_t> copy_back_bytes = {1'000'000, 2'000'000, 3'000'000};
+};
+
+void record_bucket(KinetoJson& t, double launch, std::int64_t elements) {
+  t.raw(fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 100, "tid": 2, "ts": {},
+      "dur": 6, "args": {{"Collective name": "allreduce", "In msg nelems": {}, "Out msg nelems": {},
+      "Group size": 2, "dtype": "Float"}}}})",
+                    launch - 2, elements, elements));
+}
+
+// Two 1000 us iterations of one rank of a DDP job (offset o = 100 + 1000 i). The main thread
+// (tid 1) starts the forward with DDP's buffer broadcast: the flatten (a CatArrayBatchedCopy
+// kernel, launched at o+5), the NCCL broadcast (o+11, stream 20), the unflatten copy (64-byte
+// DtoD, o+19), then fwd (o+25). The autograd thread (tid 2) launches bwd_1 (o+100), a 500-byte
+// DtoD copy of its own (o+110), bucket all-reduce 0 (o+150), bwd_0 (o+155), all-reduces 1 and 2
+// (o+205, o+210), makes the compute stream wait for the last one (o+212, o+214), and copies the
+// buckets back into .grad: three DtoD copies (o+220, o+225, o+230). The main thread then launches
+// the update sgd (o+300) and a 4-byte DtoD copy (o+320). Before the first iteration, DDP's
+// construction broadcasts the parameters once (launched at 10).
+std::string ddp_run(const DdpRunOptions& options = {}) {
+  KinetoJson t;
+  t.runtime("cudaLaunchKernelExC", 10, 2, 1).kernel(kBroadcastKernel, 12, 4, 1, 20);
+  for (int i = 0; i < 2; ++i) {
+    const double o = 100 + 1000.0 * i;
+    const std::int64_t c = 100 * (i + 1);
+    t.annotation("ProfilerStep#" + std::to_string(i), o, 900)
+        .runtime("cudaLaunchKernel", o + 5, 2, c + 1)
+        .kernel("void at::native::CatArrayBatchedCopy<float, unsigned int, 1, 128, 1>", o + 8, 2, c + 1)
+        .runtime("cudaLaunchKernelExC", o + 11, 2, c + 2)
+        .kernel(kBroadcastKernel, o + 14, 4, c + 2, 20)
+        .runtime("cudaMemcpyAsync", o + 19, 2, c + 3)
+        .memcpy(kDeviceCopy, o + 22, 1, c + 3, 7, 64)
+        .runtime("cudaLaunchKernel", o + 25, 2, c + 4)
+        .kernel("fwd", o + 30, 50, c + 4)
+        .runtime("cudaLaunchKernel", o + 100, 2, c + 10, 2)
+        .kernel("bwd_1", o + 105, 40, c + 10)
+        .runtime("cudaMemcpyAsync", o + 110, 2, c + 11, 2)
+        .memcpy(kDeviceCopy, o + 146, 1, c + 11, 7, 500)
+        .runtime("cudaLaunchKernel", o + 155, 2, c + 13, 2)
+        .kernel("bwd_0", o + 160, 40, c + 13);
+    const double launch[] = {150, 205, 210};
+    const std::int64_t correlation[] = {12, 14, 15};
+    double stream_free = 0;  // the NCCL stream runs the buckets in order
+    for (int k = 0; k < 3; ++k) {
+      const double start = std::max(o + launch[k] + 2, stream_free);
+      if (!options.recorded_elements.empty()) record_bucket(t, o + launch[k], options.recorded_elements[k]);
+      t.runtime("cudaLaunchKernelExC", o + launch[k], 2, c + correlation[k], 2)
+          .kernel(kAllReduceKernel, start, options.allreduce_us[k], c + correlation[k], 20);
+      stream_free = start + options.allreduce_us[k];
+    }
+    t.runtime("cudaEventRecord", o + 212, 1, c + 16, 2).runtime("cudaStreamWaitEvent", o + 214, 1, c + 17, 2);
+    for (int j = 0; j < 3; ++j)
+      t.runtime("cudaMemcpyAsync", o + 220 + 5 * j, 2, c + 18 + j, 2)
+          .memcpy(kDeviceCopy, stream_free + 1 + 2 * j, 1, c + 18 + j, 7, options.copy_back_bytes[j]);
+    t.runtime("cudaLaunchKernel", o + 300, 2, c + 30)
+        .kernel("sgd", o + 305, 10, c + 30)
+        .runtime("cudaMemcpyAsync", o + 320, 2, c + 31)
+        .memcpy(kDeviceCopy, o + 321, 1, c + 31, 7, 4)
+        .runtime("cudaDeviceSynchronize", o + 400, 2, c + 40);
+  }
+  return t.str();
+}
+
+/// Live tasks of this kind and name pattern, by bytes (memcpy sizes; -1 when not recorded).
+std::map<std::int64_t, int> live_by_bytes(const Graph& g, TaskKind kind) {
+  std::map<std::int64_t, int> out;
+  for (TaskId t = 0; t < g.num_tasks(); ++t)
+    if (!g.removed(t) && g.task(t).kind == kind) ++out[g.task(t).bytes];
+  return out;
+}
+
+std::vector<TaskId> live_named_tasks(const Graph& g, std::string_view name) {
+  std::vector<TaskId> out;
+  for (TaskId t = 0; t < g.num_tasks(); ++t)
+    if (!g.removed(t) && g.name(t) == name) out.push_back(t);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ddp on a DDP run's trace: without cluster, caps or DDP options the graph is unchanged",
+          "[scenario][distributed]") {
+  const Graph base = graph_of(ddp_run());
+  const auto baseline = simulate(base);
+  for (const char* spec : {"ddp", "ddp:broadcast_buffers=1,gradient_as_bucket_view=0,latency=50us,params=1e6"}) {
+    INFO(spec);
+    Graph g = base;
+    const auto outcome = apply_scenario(g, parse_scenario_spec(spec));  // no refusal: no size is needed
+    CHECK(mentions(outcome.notes, "the trace's all-reduces kept as measured"));
+    CHECK(g.fingerprint() == base.fingerprint());
+    const auto r = run(g, outcome);
+    CHECK(r.makespan_ns == baseline.makespan_ns);
+    CHECK(r.end_ns == baseline.end_ns);
+  }
+}
+
+TEST_CASE("ddp gradient_as_bucket_view=1 removes the copy-back after each pass's last all-reduce, nothing else",
+          "[scenario][distributed]") {
+  Graph g = graph_of(ddp_run());
+  const auto calls_before = live_named_tasks(g, "cudaMemcpyAsync").size();
+  const auto outcome = apply_scenario(g, parse_scenario_spec("ddp:gradient_as_bucket_view=1"));
+  // The three copies into .grad of both passes go; the autograd thread's own copy during the
+  // backward (500 B), the main thread's after it (4 B) and the unflatten copy (64 B) stay.
+  CHECK(live_by_bytes(g, TaskKind::memcpy) == std::map<std::int64_t, int>{{4, 2}, {64, 2}, {500, 2}});
+  CHECK(live_named_tasks(g, "cudaMemcpyAsync").size() == calls_before - 6);
+  CHECK(live_named_tasks(g, kAllReduceKernel).size() == 6);
+  CHECK(live_named_tasks(g, kBroadcastKernel).size() == 3);
+  CHECK(mentions(outcome.notes, "3 copies of 6.00 MB per pass in 2 of 2 passes, 6 copies and 6 launch calls"));
+  CHECK(mentions(outcome.notes, "kept as measured"));
+}
+
+TEST_CASE("ddp keeps the copy-back when its bytes differ from the recorded all-reduce sizes",
+          "[scenario][distributed]") {
+  // Buckets of 500000, 250000 and 750000 floats: 6 MB, as the copies move ...
+  DdpRunOptions options;
+  options.recorded_elements = {500'000, 250'000, 750'000};
+  Graph same = graph_of(ddp_run(options));
+  apply_scenario(same, parse_scenario_spec("ddp:gradient_as_bucket_view=1"));
+  CHECK(live_by_bytes(same, TaskKind::memcpy).count(1'000'000) == 0);
+  // ... but 5 MB of copies after the last all-reduce are not DDP's copy-back: kept.
+  options.copy_back_bytes = {1'000'000, 2'000'000, 2'000'000};
+  Graph other = graph_of(ddp_run(options));
+  const auto outcome = apply_scenario(other, parse_scenario_spec("ddp:gradient_as_bucket_view=1"));
+  CHECK(live_by_bytes(other, TaskKind::memcpy)[2'000'000] == 4);
+  CHECK(mentions(outcome.notes, "in 0 of 2 passes"));
+  CHECK(mentions(outcome.notes, "2 passes kept theirs: their bytes differ from the recorded all-reduce sizes"));
+}
+
+TEST_CASE("ddp broadcast_buffers=0 removes each forward's broadcast and its coalescing copies",
+          "[scenario][distributed]") {
+  Graph g = graph_of(ddp_run());
+  const auto launches_before = live_named_tasks(g, "cudaLaunchKernel").size();
+  const auto outcome = apply_scenario(g, parse_scenario_spec("ddp:broadcast_buffers=0"));
+  // Per iteration: the broadcast, the flatten kernel before it and the 64-byte unflatten copy
+  // after it; the construction broadcast before the first iteration stays, and so does every
+  // other copy (the 4-byte copy that ends iteration 0 is not part of iteration 1's broadcast).
+  const auto broadcasts = live_named_tasks(g, kBroadcastKernel);
+  REQUIRE(broadcasts.size() == 1);
+  CHECK(g.task(broadcasts[0]).iteration == -1);
+  CHECK(live_named_tasks(g, "void at::native::CatArrayBatchedCopy<float, unsigned int, 1, 128, 1>").empty());
+  CHECK(live_by_bytes(g, TaskKind::memcpy) ==
+        std::map<std::int64_t, int>{{4, 2}, {500, 2}, {1'000'000, 2}, {2'000'000, 2}, {3'000'000, 2}});
+  CHECK(live_named_tasks(g, "cudaLaunchKernel").size() == launches_before - 2);
+  CHECK(live_named_tasks(g, "fwd").size() == 2);
+  CHECK(mentions(outcome.notes,
+                 "removed 2 NCCL broadcast kernels inside iterations and the copies coalescing their buffers around "
+                 "them, 2 copy kernels and 2 device-to-device copies (6 launch calls)"));
+}
+
+TEST_CASE("ddp re-buckets traced all-reduces of recorded size: merged under the caps, costed by the ring fit",
+          "[scenario][distributed]") {
+  // Buckets of 2, 1 and 3 MB measured at 20 us + 0.01 ns/byte over 2 GPUs (traffic = bytes): 40,
+  // 30 and 50 us. Caps: 1 MiB first (2 MB closes it alone), then 4 MB: {1 MB, 3 MB}.
+  DdpRunOptions options;
+  options.allreduce_us = {40, 30, 50};
+  options.recorded_elements = {500'000, 250'000, 750'000};
+  const Graph base = graph_of(ddp_run(options));
+  const auto kernels = live_named_tasks(base, kAllReduceKernel);
+  REQUIRE(kernels.size() == 6);
+  Graph g = base;
+  const auto outcome = apply_scenario(g, parse_scenario_spec("ddp:bucket=4MB,first_bucket=1MiB"));
+  CHECK(live_named_tasks(g, kAllReduceKernel) == std::vector<TaskId>{kernels[0], kernels[2], kernels[3], kernels[5]});
+  CHECK(g.task(kernels[0]).duration_ns == 40'000);  // alone: as measured
+  CHECK(g.task(kernels[2]).duration_ns == 60'000);  // 20 us + 0.01 ns/B x 4 MB, the fitted model
+  CHECK(g.task(kernels[5]).duration_ns == 60'000);
+  CHECK(g.removed(launching_call(base, kernels[1])));  // the merged-away all-reduce's launch call goes too
+  CHECK(live_named_tasks(g, "cudaLaunchKernelExC").size() == live_named_tasks(base, "cudaLaunchKernelExC").size() - 2);
+  CHECK(mentions(outcome.notes, "fit to the trace's 6 all-reduces (3 sizes, n = 2): latency 20.0 us, bandwidth 100 GB/s"));
+  CHECK(mentions(outcome.notes, "3 -> 2 per pass; 2 merged all-reduces costed by the ring model, 2 merged-away"));
+  // The merged all-reduce starts once its last member is ready: at its launch (o+210 us), not at
+  // its traced start behind the merged-away member (o+237 us).
+  const auto r = run(g, outcome);
+  const TaskId merged_launch = launching_call(g, kernels[2]);
+  CHECK(r.start_ns[kernels[2]] == r.start_ns[merged_launch] + 2 * us);  // the trace's launch latency
+  CHECK(r.start_ns[kernels[2]] <= base.task(merged_launch).recorded_start_ns + 2 * us);
+  CHECK(base.task(kernels[2]).recorded_start_ns - base.task(merged_launch).recorded_start_ns == 27 * us);
+  CHECK(r.start_ns[kernels[2]] >= r.end_ns[kernels[0]]);
+  // A given cluster re-costs the lone buckets too: n = 4, 20 us + 1.5 x 0.01 ns/B x bytes.
+  Graph four = base;
+  apply_scenario(four, parse_scenario_spec("ddp:gpus=4,bucket=4MB,first_bucket=1MiB,bandwidth=100GB/s"));
+  CHECK(four.task(kernels[0]).duration_ns == 50'000);
+  CHECK(four.task(kernels[2]).duration_ns == 80'000);
+}
+
+TEST_CASE("ddp re-buckets unsized traced all-reduces from params, at the bandwidth their durations show",
+          "[scenario][distributed]") {
+  const Graph base = graph_of(ddp_run());  // 60, 30 and 30 us, no recorded size (as in Nsight)
+  const auto kernels = live_named_tasks(base, kAllReduceKernel);
+  Graph refused = base;
+  CHECK_THROWS_WITH(apply_scenario(refused, parse_scenario_spec("ddp:bucket=1500")),
+                    Catch::Contains("re-bucketing needs the size of every traced all-reduce") &&
+                        Catch::Contains("give params"));
+  // params = 1000 x 4 B spread by duration: 2000, 1000, 1000 B. First cap 1000 B closes {2000};
+  // cap 1500 B merges the other two. The ring model: latency 20 us (default); bandwidth from the
+  // traced times, sum(duration - 20 us) / sum(bytes) = 2 x 60 us / 8000 B = 15 ns/B (n is not in
+  // the trace: traffic = bytes). Merged: 20 us + 15 ns/B x 2000 B = 50 us.
+  Graph g = base;
+  const auto outcome = apply_scenario(g, parse_scenario_spec("ddp:bucket=1500,first_bucket=1000,params=1000"));
+  CHECK(live_named_tasks(g, kAllReduceKernel) == std::vector<TaskId>{kernels[0], kernels[2], kernels[3], kernels[5]});
+  CHECK(g.task(kernels[0]).duration_ns == 60'000);
+  CHECK(g.task(kernels[2]).duration_ns == 50'000);
+  CHECK(g.task(kernels[5]).duration_ns == 50'000);
+  CHECK(mentions(outcome.notes, "n unknown"));
+  CHECK(mentions(outcome.notes, "latency 20.0 us (default), bandwidth 0.0667 GB/s (from the measured durations of "
+                                "the 6 traced all-reduces"));
+  // Caps that merge nothing leave every all-reduce as measured.
+  Graph same = base;
+  apply_scenario(same, parse_scenario_spec("ddp:bucket=1,first_bucket=1,params=1000"));
+  CHECK(same.fingerprint() == base.fingerprint());
+}
+
 // --- p3 ---------------------------------------------------------------------------------------
 
 TEST_CASE("p3 slices gradients, sends the earliest layer first and moves updates before the next forward",
@@ -485,6 +712,88 @@ TEST_CASE("real: the ring fit to ddp-convnet-a100-nccl's all-reduces", "[scenari
   const auto p = predict(kConvNet, "ddp:gpus=2");
   CHECK(mentions(p.notes, "fit not used"));
   CHECK(mentions(p.notes, "re-costed the trace's all-reduce tasks for n = 2 GPUs: 15 of recorded size"));
+}
+
+namespace {
+
+/// The measured pairs (../shared/pairs): one rank of a 4-GPU DDP job of a 3D U-Net, Nsight.
+std::string sc22_pair(const char* run) {
+  return (kShared.parent_path() / "pairs" / "nersc-sc22-unet-a100" / run).string();
+}
+
+/// Removed tasks of `after` that passed `keep` in `before`, by id.
+std::vector<TaskId> removed_where(const Graph& before, const Graph& after, const std::function<bool(TaskId)>& keep) {
+  std::vector<TaskId> out;
+  for (TaskId t = 0; t < before.num_tasks(); ++t)
+    if (!before.removed(t) && after.removed(t) && keep(t)) out.push_back(t);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("real: ddp on the sc22 DDP U-Net: identity to the ns; the copy-back is 24 copies of the model's gradients",
+          "[scenario][distributed][real]") {
+  SKIP_WITHOUT_SHARED_TRACES();
+  const Predictor predictor(build_graph(load_trace(sc22_pair("4gpu_baseline.sqlite.gz"))));
+  const auto same = predictor.predict(parse_scenario_spec("ddp"));
+  CHECK(same.predicted_total_ns == same.baseline_total_ns);
+  for (const auto& it : same.iterations) CHECK(it.predicted_ns == it.baseline_ns);
+
+  const Graph& base = predictor.base();
+  Graph g = base;
+  const auto outcome = apply_scenario(g, parse_scenario_spec("ddp:broadcast_buffers=0,gradient_as_bucket_view=1"));
+  // Every step copies each parameter's gradient back once: 24 DtoD copies, 467,908,116 bytes
+  // (116,977,029 fp32 parameters), launched by the thread that launched the all-reduces.
+  std::map<std::int32_t, std::pair<int, std::int64_t>> per_step;
+  for (TaskId t : removed_where(base, g, [&](TaskId t) { return base.task(t).kind == TaskKind::memcpy; })) {
+    CHECK(scenarios::is_device_to_device_copy(base, t));
+    auto& [copies, bytes] = per_step[base.task(t).iteration];
+    ++copies, bytes += base.task(t).bytes;
+  }
+  CHECK(per_step.size() == 59);
+  for (const auto& [step, tally] : per_step) CHECK(tally == std::make_pair(24, std::int64_t{467'908'116}));
+  CHECK(mentions(outcome.notes, "24 copies of 467.91 MB per pass in 59 of 59 passes"));
+  CHECK(mentions(outcome.notes, "removed 0 NCCL broadcast kernels"));  // the model has no buffers
+  CHECK(removed_where(base, g, [&](TaskId t) { return base.task(t).kind == TaskKind::communication; }).empty());
+}
+
+TEST_CASE("real: ddp re-buckets the sc22 U-Net's 8 all-reduces per step at a 100 MB cap",
+          "[scenario][distributed][real]") {
+  SKIP_WITHOUT_SHARED_TRACES();
+  const Predictor predictor(build_graph(load_trace(sc22_pair("4gpu_nobroadcast.sqlite.gz"))));
+  CHECK_THROWS_WITH(predictor.predict(parse_scenario_spec("ddp:bucket=100MiB")), Catch::Contains("give params"));
+  // params: the sum of the copy-back sizes of 4gpu_baseline / 4 bytes (a fact about the model).
+  const auto p = predictor.predict(parse_scenario_spec("ddp:bucket=100MiB,params=116977029"));
+  CHECK(mentions(p.notes, "re-bucketed the traced all-reduces of 59 passes at bucket 104.86 MB (first bucket 1.05 MB): "
+                          "8 -> 4-5 per pass"));
+  CHECK(mentions(p.notes, "latency 20.0 us (default)"));
+}
+
+TEST_CASE("real: on ddp-convnet-a100-nccl the copy-back and buffer-broadcast rules pick what PyTorch's ranges name",
+          "[scenario][distributed][real]") {
+  SKIP_WITHOUT_SHARED_TRACES();
+  const Graph& base = predictor_of(kConvNet).base();
+  const auto device_copies_within = [&](const std::string& range) {
+    Graph copy = base;  // select() is not const
+    std::vector<TaskId> out;
+    for (TaskId t : copy.select(TaskFilter().kind(TaskKind::memcpy).within(range)))
+      if (base.task(t).iteration >= 0) out.push_back(t);
+    return out;
+  };
+  const auto is_copy = [&](TaskId t) { return base.task(t).kind == TaskKind::memcpy; };
+  // gradient_as_bucket_view: the copies inside DDP's copy_bucket_to_grad ranges, 161 per step.
+  Graph grads = base;
+  apply_scenario(grads, parse_scenario_spec("ddp:gradient_as_bucket_view=1"));
+  const auto copy_back = removed_where(base, grads, is_copy);
+  CHECK(copy_back.size() == 3 * 161);
+  CHECK(copy_back == device_copies_within("torch.distributed.ddp.reducer::copy_bucket_to_grad"));
+  // broadcast_buffers: 2 broadcasts per forward, 2 flatten kernels and the 159 buffers' copies
+  // back, which are the copies inside DistributedDataParallel.forward.
+  Graph buffers = base;
+  const auto outcome = apply_scenario(buffers, parse_scenario_spec("ddp:broadcast_buffers=0"));
+  CHECK(removed_where(base, buffers, is_copy) == device_copies_within("DistributedDataParallel.forward"));
+  CHECK(mentions(outcome.notes, "removed 6 NCCL broadcast kernels inside iterations and the copies coalescing their "
+                                "buffers around them, 6 copy kernels and 477 device-to-device copies"));
 }
 
 }  // namespace daydream::test

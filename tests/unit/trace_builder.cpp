@@ -37,8 +37,10 @@ KinetoJson& KinetoJson::kernel(std::string name, double ts, double dur, std::int
                   legacy_ ? fmt::format("\"stream {}\"", stream) : std::to_string(stream), args);
 }
 
-KinetoJson& KinetoJson::memcpy(std::string name, double ts, double dur, std::int64_t correlation, int stream) {
-  const auto args = fmt::format(R"("device": 0, "stream": {}, "correlation": {}, "bytes": 4096)", stream, correlation);
+KinetoJson& KinetoJson::memcpy(std::string name, double ts, double dur, std::int64_t correlation, int stream,
+                               std::int64_t bytes) {
+  const auto args =
+      fmt::format(R"("device": 0, "stream": {}, "correlation": {}, "bytes": {})", stream, correlation, bytes);
   return complete(legacy_ ? "Memcpy" : "gpu_memcpy", name, ts, dur, "0",
                   legacy_ ? fmt::format("\"stream {}\"", stream) : std::to_string(stream), args);
 }

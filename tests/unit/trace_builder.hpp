@@ -17,7 +17,8 @@ class KinetoJson {
   KinetoJson& annotation(std::string name, double ts, double dur, int tid = 1);  // ProfilerStep#N etc.
   KinetoJson& runtime(std::string name, double ts, double dur, std::int64_t correlation, int tid = 1);
   KinetoJson& kernel(std::string name, double ts, double dur, std::int64_t correlation, int stream = 7);
-  KinetoJson& memcpy(std::string name, double ts, double dur, std::int64_t correlation, int stream = 7);
+  KinetoJson& memcpy(std::string name, double ts, double dur, std::int64_t correlation, int stream = 7,
+                     std::int64_t bytes = 4096);
   /// A modern `cuda_sync` record. stream/wait_on_stream/record_correlation: -1 when absent.
   KinetoJson& cuda_sync(std::string kind, double ts, double dur, std::int64_t correlation, int stream,
                         int wait_on_stream = -1, std::int64_t record_correlation = -1);
