@@ -111,7 +111,7 @@ struct Task {
   /// that share of the kernel's simulated duration when the kernel started first. kNoTask when
   /// the trace shows no such hold.
   TaskId sm_held_by = kNoTask;
-  float sm_let_in = 0.0F;
+  double sm_let_in = 0.0;
   bool blocking = false;             ///< a CPU call that waits for GPU work (sync edges end here)
   bool removed = false;              ///< removed by a transformation: no edges, not simulated
 };

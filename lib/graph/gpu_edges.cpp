@@ -342,7 +342,7 @@ void link_holds(BuildContext& ctx, const StreamBuilder::Holds& holds, const Devi
     const TimeNs start = ctx.graph.task(held).recorded_start_ns + ctx.origin;
     const double share = std::clamp(static_cast<double>(start - big.start_ns) / static_cast<double>(big.duration_ns), 0.0, 1.0);
     ctx.graph.task(held).sm_held_by = holder;
-    ctx.graph.task(held).sm_let_in = static_cast<float>(share);
+    ctx.graph.task(held).sm_let_in = share;
     const auto [it, inserted] = first_let_in.try_emplace(position, share);
     if (!inserted) it->second = std::min(it->second, share);
   }

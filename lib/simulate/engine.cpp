@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <queue>
 
 #include "daydream/error.hpp"
@@ -40,12 +41,12 @@ struct CompiledGraph {
   // GPU occupancy, filled only when some task has a recorded holder (the common path skips it)
   bool occupancy = false;
   std::vector<TaskId> held_by;  // per task: Task::sm_held_by while that task is live, else kNoTask
-  std::vector<float> let_in;    // per task: Task::sm_let_in
+  std::vector<double> let_in;   // per task: Task::sm_let_in
 };
 
 void compile_occupancy(const Graph& graph, CompiledGraph& c) {
   c.held_by.assign(c.duration.size(), kNoTask);
-  c.let_in.assign(c.duration.size(), 0.0F);
+  c.let_in.assign(c.duration.size(), 0.0);
   for (TaskId t = 0; t < c.duration.size(); ++t) {
     const Task& task = graph.task(t);
     if (task.sm_held_by >= c.duration.size() || c.removed[task.sm_held_by]) continue;
@@ -206,7 +207,7 @@ class Engine {
   bool held_by_occupancy(UnitId u, TaskId t, TimeNs now) {
     const TaskId big = c_.held_by[t];
     if (big == kNoTask || r_.start_ns[big] == kUnset) return false;
-    const TimeNs let_in = r_.start_ns[big] + static_cast<TimeNs>(static_cast<double>(c_.duration[big]) * c_.let_in[t]);
+    const TimeNs let_in = r_.start_ns[big] + std::llround(static_cast<double>(c_.duration[big]) * c_.let_in[t]);
     if (let_in <= now) return false;
     if (held_since_[t] == kUnset) held_since_[t] = now;
     push(let_in, u, EventType::unit_wake);
