@@ -112,11 +112,11 @@ std::array<std::vector<TimeNs>, kTaskKindCount> launch_samples(const BuildContex
       const TraceEvent* call = launch_call(ctx, e);
       if (!call) continue;
       const bool stream_idle = i == 0 || call->start_ns >= ctx.event(lane[i - 1]).end_ns();
-      const bool held = waited_between(waits[l], previous_call, call->start_ns) ||
-                        (timelines.use(lane[i]).on_sms && timelines.holder(l, call->start_ns, e.start_ns));
+      const bool waited = waited_between(waits[l], previous_call, call->start_ns);
       previous_call = call->start_ns;
-      if (stream_idle && !held && e.start_ns >= call->start_ns)
-        samples[kind_index(gpu_task_kind(ctx.trace, e))].push_back(e.start_ns - call->start_ns);
+      if (!stream_idle || waited || e.start_ns < call->start_ns) continue;
+      if (timelines.use(lane[i]).on_sms && timelines.holder(l, call->start_ns, e.start_ns)) continue;
+      samples[kind_index(gpu_task_kind(ctx.trace, e))].push_back(e.start_ns - call->start_ns);
     }
   }
   return samples;
@@ -137,9 +137,9 @@ std::vector<TimeNs> gap_samples(const BuildContext& ctx, const DeviceTimelines& 
       const TraceEvent* call = launch_call(ctx, e);
       const TimeNs latency = ctx.graph.calibration().launch_latency_ns[kind_index(gpu_task_kind(ctx.trace, e))];
       const bool stream_bound = !call || call->start_ns + latency <= prev.end_ns();
-      const bool held = timelines.use(lane[i]).on_sms && timelines.modelled(l) &&
-                        timelines.holder(l, prev.end_ns(), e.start_ns);
-      if (stream_bound && !held && e.start_ns >= prev.end_ns()) gaps.push_back(e.start_ns - prev.end_ns());
+      if (!stream_bound || e.start_ns < prev.end_ns()) continue;
+      if (timelines.use(lane[i]).on_sms && timelines.modelled(l) && timelines.holder(l, prev.end_ns(), e.start_ns)) continue;
+      gaps.push_back(e.start_ns - prev.end_ns());
     }
   }
   return gaps;

@@ -13,7 +13,8 @@ bool runs_on_sms(const Trace& trace, const TraceEvent& e) {
   return e.kind == EventKind::kernel || e.kind == EventKind::memset;
 }
 
-DeviceTimelines::DeviceTimelines(const BuildContext& ctx) : ctx_(ctx), by_lane_(ctx.trace.lanes.size()) {
+DeviceTimelines::DeviceTimelines(const BuildContext& ctx)
+    : ctx_(ctx), by_lane_(ctx.trace.lanes.size()), starts_(ctx.trace.lanes.size()), others_(ctx.trace.lanes.size()) {
   const Trace& trace = ctx.trace;
   use_.assign(trace.events.size(), SmUse{});
   std::map<std::int64_t, std::optional<GpuResources>> resources;  // per device
@@ -25,22 +26,32 @@ DeviceTimelines::DeviceTimelines(const BuildContext& ctx) : ctx_(ctx), by_lane_(
     use_[i].on_sms = true;
     const std::int64_t device = trace.lanes[e.lane].process;
     auto [gpu, inserted] = resources.try_emplace(device);
-    if (inserted) gpu->second = resources_of(trace.metadata.gpus, device);
+    if (inserted) {
+      gpu->second = resources_of(trace.metadata.gpus, device);
+      if (gpu->second) gpu->second = with_architecture_defaults(*gpu->second);
+    }
     if (e.launch < 0 || !gpu->second) continue;
     const LaunchConfig& launch = trace.launches[static_cast<std::size_t>(e.launch)];
-    use_[i].waves = waves(launch, *gpu->second);
-    if (use_[i].waves == 0) continue;
-    use_[i].fills = launch.blocks >= std::int64_t{blocks_per_sm(launch, *gpu->second)} * gpu->second->sm_count;
+    const std::int64_t wave = std::int64_t{blocks_per_sm(launch, *gpu->second)} * gpu->second->sm_count;
+    if (wave == 0 || launch.blocks <= 0) continue;
+    use_[i].waves = static_cast<std::int32_t>(std::min<std::int64_t>((launch.blocks + wave - 1) / wave, INT32_MAX));
+    use_[i].fills = launch.blocks >= wave;
     modelled_[device] = true;
   }
+  std::map<std::int64_t, std::vector<std::uint32_t>> device_lanes;
   for (std::uint32_t l = 0; l < by_lane_.size(); ++l) {
     auto& positions = by_lane_[l];
     if (positions.empty()) continue;
     std::stable_sort(positions.begin(), positions.end(), [&](std::uint32_t a, std::uint32_t b) {
       return trace.events[a].start_ns < trace.events[b].start_ns;
     });
-    lanes_[trace.lanes[l].process].push_back(l);
+    for (std::uint32_t p : positions) starts_[l].push_back(trace.events[p].start_ns);
+    device_lanes[trace.lanes[l].process].push_back(l);
   }
+  for (const auto& [device, lanes] : device_lanes)
+    for (std::uint32_t l : lanes)
+      for (std::uint32_t other : lanes)
+        if (other != l) others_[l].push_back(other);
 }
 
 bool DeviceTimelines::modelled(std::uint32_t lane) const {
@@ -49,16 +60,14 @@ bool DeviceTimelines::modelled(std::uint32_t lane) const {
 }
 
 std::optional<std::uint32_t> DeviceTimelines::holder(std::uint32_t lane, TimeNs ready, TimeNs start) const {
-  const auto device = lanes_.find(ctx_.trace.lanes[lane].process);
-  if (device == lanes_.end()) return std::nullopt;
+  if (others_[lane].empty()) return std::nullopt;
   const bool model = modelled(lane);
-  for (std::uint32_t other : device->second) {
-    if (other == lane) continue;
+  for (std::uint32_t other : others_[lane]) {
     // the activity of the other stream that started last before `start`: a stream runs in order
-    const auto& positions = by_lane_[other];
-    const auto it = std::partition_point(positions.begin(), positions.end(),
-                                         [&](std::uint32_t p) { return ctx_.trace.events[p].start_ns < start; });
-    if (it != positions.begin() && may_hold(*std::prev(it), ready, start, model)) return *std::prev(it);
+    const auto& starts = starts_[other];
+    const auto k = std::lower_bound(starts.begin(), starts.end(), start) - starts.begin();
+    if (k > 0 && may_hold(by_lane_[other][static_cast<std::size_t>(k - 1)], ready, start, model))
+      return by_lane_[other][static_cast<std::size_t>(k - 1)];
   }
   return std::nullopt;
 }

@@ -48,9 +48,10 @@ class DeviceTimelines {
 
   const BuildContext& ctx_;
   std::vector<std::vector<std::uint32_t>> by_lane_;
-  std::vector<SmUse> use_;                                    // per event position (GPU activities)
-  std::map<std::int64_t, std::vector<std::uint32_t>> lanes_;  // device -> its GPU lanes
-  std::map<std::int64_t, bool> modelled_;                     // device -> the occupancy model applies
+  std::vector<std::vector<TimeNs>> starts_;          // per lane: the starts of by_lane_, for searching
+  std::vector<std::vector<std::uint32_t>> others_;   // per lane: the other GPU lanes of its device
+  std::vector<SmUse> use_;                           // per event position (GPU activities)
+  std::map<std::int64_t, bool> modelled_;            // device -> the occupancy model applies
 };
 
 }  // namespace daydream

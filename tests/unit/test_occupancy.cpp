@@ -5,7 +5,10 @@
 // wave, and moves with it under what-ifs.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
@@ -13,6 +16,7 @@
 #include "daydream/transform.hpp"
 #include "graph/occupancy.hpp"
 #include "unit/graph_helpers.hpp"
+#include "unit/shared_traces.hpp"
 #include "unit/trace_builder.hpp"
 
 using namespace daydream;
@@ -124,6 +128,52 @@ TEST_CASE("occupancy rules: waves of a grid, and the resources of a device", "[o
   other.sm_count = 108;
   CHECK_FALSE(resources_of({v100(), other}, 5));  // two kinds: no guess
   CHECK_FALSE(resources_of({}, 0));
+}
+
+/// Kineto's "est. achieved occupancy %" of every kernel, in file order, with the "blocks per SM"
+/// (grid / SMs) it was computed from: round(100 x min(grid / SMs, blocks per SM by NVIDIA's
+/// calculator) x threads / threads per SM) (libkineto, kernelOccupancy).
+std::vector<std::pair<double, long>> kineto_occupancy_estimates(const std::string& text) {
+  std::vector<std::pair<double, long>> out;
+  const std::string blocks_key = "\"blocks per SM\":", estimate_key = "\"est. achieved occupancy %\":";
+  for (std::size_t at = text.find(estimate_key); at != std::string::npos; at = text.find(estimate_key, at + 1)) {
+    const std::size_t blocks = text.rfind(blocks_key, at);
+    REQUIRE(blocks != std::string::npos);
+    out.emplace_back(std::strtod(text.c_str() + blocks + blocks_key.size(), nullptr),
+                     std::strtol(text.c_str() + at + estimate_key.size(), nullptr, 10));
+  }
+  return out;
+}
+
+TEST_CASE("occupancy rules reproduce Kineto's occupancy estimate on real traces (V100, RTX 2080 Ti, A100)",
+          "[occupancy][real]") {
+  SKIP_WITHOUT_SHARED_TRACES();
+  for (const char* relative : {"resnet50-v100-dataloader/workers0", "resnet-2080ti-sgd/resnet_kineto.json.gz",
+                               "ddp-convnet-a100-nccl/nccl_data.json.gz"}) {
+    for (const auto& path : test::traces_at(relative)) {
+      CAPTURE(path.string());
+      const Trace trace = load_trace(path);
+      const auto estimates = kineto_occupancy_estimates(read_input_file(path).contents);
+      std::size_t k = 0, compared = 0;
+      for (const TraceEvent& e : trace.events) {
+        if (e.kind != EventKind::kernel || e.launch < 0) continue;
+        REQUIRE(k < estimates.size());
+        const auto [grid_per_sm, estimate] = estimates[k++];
+        const LaunchConfig& config = trace.launches[static_cast<std::size_t>(e.launch)];
+        const GpuResources gpu = *resources_of(trace.metadata.gpus, trace.lanes[e.lane].process);
+        const std::int32_t fit = blocks_per_sm(config, gpu);
+        // Kineto's calculator refuses opt-in shared memory (over 48 KiB per block) and writes 0
+        if (estimate == 0 && config.shared_memory_bytes > 48 * 1024) continue;
+        CAPTURE(trace.name_of(e), config.threads_per_block, config.registers_per_thread, config.shared_memory_bytes);
+        const double occupancy = std::min(grid_per_sm, static_cast<double>(fit)) * config.threads_per_block /
+                                 gpu.max_threads_per_sm;
+        CHECK(std::abs(occupancy * 100.0 - static_cast<double>(estimate)) <= 0.5 + 1e-3);  // Kineto rounds a float
+        ++compared;
+      }
+      CHECK(k == estimates.size());
+      CHECK(compared > 2000);
+    }
+  }
 }
 
 TEST_CASE("kineto: launch configurations from kernel args, SM resources from deviceProperties", "[occupancy][ingest]") {
