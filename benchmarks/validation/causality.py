@@ -3,9 +3,12 @@
 
 For each trace: the replay error of its iterations, u (the share of the GPU span in which some
 GPU stream is busy), the busiest CPU thread's share of the simulated run, the prediction of
-`faster_gpu:factor=2` (ratio of summed iteration times) against Amdahl's bound 1 / (1 - u/2), and
+`faster_gpu:factor=2` (ratio of summed iteration times) against Amdahl's bound 1 / (1 - u/2),
 how much of the iterations the graph keeps as unexplained delay (the import report's
-`unexplained_waits` / `unexplained_gaps`, as a share of the summed measured iteration time).
+`unexplained_waits` / `unexplained_gaps`, as a share of the summed measured iteration time), and
+the GPU occupancy model: tasks the trace shows held back by another stream's GPU-filling kernel
+(`gpu_holds_by_occupancy`, with the time held) / tasks the replay holds (and for how long), or the
+holds kept as recorded delays where the trace has no launch configurations (`gpu_holds_kept`).
 
     PYTHONPATH=build/python python3 benchmarks/validation/causality.py [../shared] [--json]
 """
@@ -86,6 +89,8 @@ def survey(path: pathlib.Path) -> dict:
     row["busiest_thread"] = max(cpu) if cpu else 0.0
     row["amdahl"] = 1.0 / (1.0 - row["u"] / 2.0)
     row["amdahl_kernels"] = 1.0 / (1.0 - row["u_kernels"] / 2.0)
+    stats = {s["key"]: s for s in graph.import_report()}
+    row["occupancy"] = occupancy_counts(stats, replay["occupancy"])
     if replay["iterations"]:
         prediction = daydream.predict(graph, "faster_gpu:factor=2").to_dict()
         covered = covered_iterations(graph)
@@ -95,18 +100,36 @@ def survey(path: pathlib.Path) -> dict:
         new = sum(it["predicted_ms"] for it in rows)
         row["faster_gpu_2x"] = base / new if new > 0 else None
         measured = sum(it["measured_ms"] for it in replay["iterations"])
-        stats = {s["key"]: s for s in graph.import_report()}
         kept = sum(stats.get(k, {}).get("total_ms", 0.0) for k in ("unexplained_waits", "unexplained_gaps"))
         row["unexplained_share"] = min(1.0, kept / measured) if measured > 0 else None
     return row
 
 
+def occupancy_counts(stats: dict, simulated: dict) -> dict:
+    """The occupancy model's holds: recorded (import report) and simulated (replay)."""
+    def stat(key):
+        return stats.get(key, {}).get("count", 0), stats.get(key, {}).get("total_ms", 0.0)
+    (recorded, recorded_ms), (kept, kept_ms) = stat("gpu_holds_by_occupancy"), stat("gpu_holds_kept")
+    return {"recorded": recorded, "recorded_ms": recorded_ms, "kept": kept, "kept_ms": kept_ms,
+            "simulated": simulated["held_tasks"], "simulated_ms": simulated["held_ms"]}
+
+
+def occupancy_cell(o: dict) -> str:
+    cells = []
+    if o["recorded"]:
+        cells.append(f"{o['recorded']} ({o['recorded_ms']:.1f} ms) / {o['simulated']} ({o['simulated_ms']:.1f} ms)")
+    if o["kept"]:
+        cells.append(f"kept {o['kept']} ({o['kept_ms']:.1f} ms)")
+    return ", ".join(cells) or "-"
+
+
 def markdown(rows: list[dict], shared: pathlib.Path) -> str:
     lines = ["| trace | iterations (with GPU records) | replay max / median error | u | busiest thread | faster_gpu 2x | "
-             "Amdahl bound | u (kernels) | Amdahl (kernels) | unexplained delay |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "Amdahl bound | u (kernels) | Amdahl (kernels) | unexplained delay | occupancy holds: recorded / replayed |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "failed" in r:
-            lines.append(f"| {pathlib.Path(r['trace']).relative_to(shared)} | failed: {r['failed']} |||||||||")
+            lines.append(f"| {pathlib.Path(r['trace']).relative_to(shared)} | failed: {r['failed']} ||||||||||")
             continue
         err = "-" if r["max_error"] is None else f"{100 * r['max_error']:.2f}% / {100 * r['median_error']:.2f}%"
         speed = f"{r['faster_gpu_2x']:.3f}x" if r.get("faster_gpu_2x") else "-"
@@ -115,7 +138,7 @@ def markdown(rows: list[dict], shared: pathlib.Path) -> str:
             else f"{r['iterations']} ({r['iterations_with_gpu_records']})"
         lines.append(f"| {pathlib.Path(r['trace']).relative_to(shared)} | {its} | {err} | "
                      f"{r['u']:.3f} | {100 * r['busiest_thread']:.1f}% | {speed} | {r['amdahl']:.3f}x | "
-                     f"{r['u_kernels']:.3f} | {r['amdahl_kernels']:.3f}x | {unexplained} |")
+                     f"{r['u_kernels']:.3f} | {r['amdahl_kernels']:.3f}x | {unexplained} | {occupancy_cell(r['occupancy'])} |")
     return "\n".join(lines)
 
 

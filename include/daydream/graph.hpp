@@ -105,6 +105,13 @@ struct Task {
   std::int64_t bytes = kNone;        ///< memcpy/memset size
   Phase phase = Phase::unknown;
   std::uint32_t layer = 0;           ///< layer name (index into strings), 0 = none
+  /// GPU occupancy (docs/simulator.md): SM work that the trace shows held back by a kernel of
+  /// another stream that filled the GPU: that kernel, and the share of its duration after which
+  /// it let this task in (its last wave leaving room). The simulator makes the task wait for
+  /// that share of the kernel's simulated duration when the kernel started first. kNoTask when
+  /// the trace shows no such hold.
+  TaskId sm_held_by = kNoTask;
+  double sm_let_in = 0.0;
   bool blocking = false;             ///< a CPU call that waits for GPU work (sync edges end here)
   bool removed = false;              ///< removed by a transformation: no edges, not simulated
 };
@@ -150,6 +157,12 @@ struct Calibration {
   TimeNs gpu_gap_ns = 0;  ///< gap between back-to-back tasks on one stream
   std::int64_t launch_samples = 0;
   std::int64_t gap_samples = 0;
+  /// GPU occupancy, a check of the model (the simulator does not read it): how many kernels
+  /// that filled the GPU the trace shows holding other streams' work, and the median of how
+  /// long before its end each let the first of that work in, in its block times (duration /
+  /// waves). The last-wave model predicts 1. 0 when the trace shows no such hold.
+  std::int64_t occupancy_holders = 0;
+  double occupancy_let_in_waves = 0.0;
 };
 
 /// Options of graph construction; defaults are what `daydream replay` uses.

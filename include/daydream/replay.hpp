@@ -41,6 +41,10 @@ struct ReplayReport {
   TimeNs simulated_makespan_ns = 0;
   std::vector<UnitReport> units;
   CriticalPathSummary critical_path;
+  /// GPU occupancy: tasks the model held back for another stream's GPU-filling kernel, and the
+  /// total time they waited (SimulationResult::occupancy_holds).
+  std::int64_t occupancy_holds = 0;
+  TimeNs occupancy_hold_ns = 0;
 };
 
 /// Where an iteration ran in a simulation: first start to last end of its live tasks on the

@@ -6,7 +6,8 @@
 /// Rules: each unit runs one task at a time; a task becomes ready when all its dependencies are
 /// met (finish-to-start edges at source end + delay, start-to-start edges at source start +
 /// delay, tasks without predecessors at their release time); a free unit starts the ready task
-/// its SchedulePolicy ranks first. Start times are derived, never copied from the trace. Ties are
+/// its SchedulePolicy ranks first, except that SM work waits while a kernel of another stream
+/// of its GPU fills the GPU and still dispatches blocks (GPU occupancy, docs/simulator.md). Start times are derived, never copied from the trace. Ties are
 /// broken by (time, event sequence, task id), so a run is deterministic.
 ///
 /// @code
@@ -75,6 +76,10 @@ struct SimulationResult {
   /// From a first task to the last-ending task of a unit that is not a background thread.
   std::vector<TaskId> critical_path;
   std::uint64_t events_processed = 0;
+  /// GPU occupancy: tasks whose start waited for a kernel of another stream that filled the
+  /// GPU (their binding is that kernel), and the total of those waits.
+  std::int64_t occupancy_holds = 0;
+  TimeNs occupancy_hold_ns = 0;
 };
 
 /// Simulates the whole graph. Throws Error naming the stuck tasks when some can never run

@@ -70,6 +70,7 @@ struct TraceEvent {
   std::uint32_t lane = 0;                  ///< index into Trace::lanes
   std::uint32_t source_index = 0;          ///< index of the event in the file (for messages)
   std::int32_t collective = -1;            ///< index into Trace::collectives, or -1
+  std::int32_t launch = -1;                ///< kernels: index into Trace::launches, or -1 (not recorded)
   EventKind kind = EventKind::cpu_op;
   SyncKind sync_kind = SyncKind::none;
 
@@ -87,6 +88,33 @@ struct CollectiveInfo {
   /// From an `nccl:<op>` annotation (name, shape and type of its input) rather than a
   /// `record_param_comms` event; build_graph folds it into the record around it.
   bool from_annotation = false;
+};
+
+/// How a kernel was launched (its CUPTI kernel record): what each of its blocks asks of an SM.
+struct LaunchConfig {
+  std::int64_t blocks = 0;                ///< grid size: gridX * gridY * gridZ
+  std::int32_t threads_per_block = 0;     ///< blockX * blockY * blockZ
+  std::int32_t registers_per_thread = 0;
+  std::int32_t shared_memory_bytes = 0;   ///< per block, static + dynamic
+  /// Shared memory per SM configured for the launch (the carveout, Nsight's
+  /// `sharedMemoryExecuted`); 0 when the trace does not say (the device's maximum is assumed).
+  std::int32_t shared_memory_config_bytes = 0;
+};
+
+/// What one SM of a GPU holds (Nsight `TARGET_INFO_GPU`, Kineto `deviceProperties`): the limits
+/// of the CUDA occupancy rules. 0 means not recorded; daydream then takes the value the compute
+/// capability implies where there is one (docs/simulator.md, "GPU occupancy").
+struct GpuResources {
+  std::int64_t device = kNone;            ///< device id, as GPU lanes name it
+  std::int32_t sm_count = 0;
+  std::int32_t compute_major = 0;
+  std::int32_t compute_minor = 0;
+  std::int32_t warp_size = 0;
+  std::int32_t max_threads_per_sm = 0;
+  std::int32_t max_blocks_per_sm = 0;
+  std::int32_t registers_per_sm = 0;
+  std::int32_t registers_per_block = 0;
+  std::int32_t shared_memory_per_sm = 0;  ///< bytes, at the largest carveout
 };
 
 /// A flow arrow of the Chrome trace format (`ac2g`/`async` launch flows, `fwdbwd` links).
@@ -142,6 +170,7 @@ class ImportReport {
 struct TraceMetadata {
   std::string format;          ///< "kineto-json" or "kineto-json-legacy"
   std::vector<std::string> devices;  ///< GPU names from deviceProperties
+  std::vector<GpuResources> gpus;    ///< SM resources per device, where the trace records them
   std::int64_t rank = kNone;
   std::int64_t world_size = kNone;
   std::int64_t schema_version = kNone;
@@ -156,6 +185,7 @@ struct Trace {
   std::vector<std::string> strings;
   std::vector<CollectiveInfo> collectives;
   std::vector<Flow> flows;
+  std::vector<LaunchConfig> launches;  ///< launch configurations of kernels (TraceEvent::launch)
   /// Off-CPU stretches of the CPU lanes that have scheduling data, sorted by lane then start;
   /// `scheduled_lanes` lists those lanes (a lane without data says nothing about its waits).
   std::vector<OffCpuInterval> off_cpu;

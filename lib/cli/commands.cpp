@@ -38,6 +38,9 @@ void print_replay_table(const ReplayReport& r) {
   for (std::size_t k = 0; k < kTaskKindCount; ++k)
     if (cp.time_by_kind_ns[k] > 0) fmt::print(" {} {} ms,", to_string(static_cast<TaskKind>(k)), format_ms(cp.time_by_kind_ns[k]));
   fmt::print(" waiting {} ms\n", format_ms(cp.waiting_ns));
+  if (r.occupancy_holds > 0)
+    fmt::print("GPU occupancy: {} tasks held back for another stream's GPU-filling kernel, {} ms in all\n",
+               r.occupancy_holds, format_ms(r.occupancy_hold_ns));
 }
 
 std::string rank_text(std::int64_t rank) { return rank == kNone ? "-" : fmt::format("rank {}", rank); }
@@ -87,9 +90,14 @@ void print_stats_table(const GraphStats& s) {
   fmt::print("edges by type ({} inferred)\n", s.inferred_edges);
   for (std::size_t k = 0; k < kEdgeTypeCount; ++k)
     fmt::print("  {:<16} {:>10}\n", to_string(static_cast<EdgeType>(k)), s.edges_by_type[k]);
-  fmt::print("calibration: kernel launch latency {} ms, stream gap {} ms ({} + {} samples)\n\nimport report\n",
+  fmt::print("calibration: kernel launch latency {} ms, stream gap {} ms ({} + {} samples)\n",
              format_ms(s.calibration.launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)]),
              format_ms(s.calibration.gpu_gap_ns), s.calibration.launch_samples, s.calibration.gap_samples);
+  if (s.calibration.occupancy_holders > 0)
+    fmt::print("GPU occupancy: {} GPU-filling kernels held other streams' work, letting it in a median {:.3f} "
+               "block times before their end\n",
+               s.calibration.occupancy_holders, s.calibration.occupancy_let_in_waves);
+  fmt::print("\nimport report\n");
   for (const auto& stat : s.report)
     fmt::print("  {:<40} {:<9} {:>8}  {}{}\n", stat.key, to_string(stat.severity), stat.count,
                stat.total_ns > 0 ? fmt::format("[{} ms] ", format_ms(stat.total_ns)) : std::string(), stat.description);

@@ -2,6 +2,7 @@
 // Distributed sweeps compare it between the caller's graph and the graph a worker rebuilds from
 // the same trace files, so it must not depend on the machine: integers are fed little-endian at
 // a fixed width, strings by content (not by their index in the string table), floats never.
+#include <bit>
 #include <cstdint>
 #include <string_view>
 
@@ -69,6 +70,8 @@ void hash_tasks(Fnv1a& h, const Graph& graph) {
     h.text(graph.string(task.op_name));  // scenarios select by operator
     h.integer(task.blocking);
     h.integer(task.bytes);
+    h.integer(task.sm_held_by);
+    h.integer(std::bit_cast<std::uint64_t>(task.sm_let_in));
   }
 }
 

@@ -6,12 +6,17 @@
 // When the stream is what held it back ("stream-bound"), the recorded gap is kept on its
 // gpu_sequential edge: it is GPU-side overhead of that pair of tasks. Otherwise both edges get
 // the calibrated medians.
+//
+// SM work held back on an idle stream by another stream's kernel (gpu_holds.hpp) is left to the
+// simulator's occupancy model where the trace records launch configurations; where it does not,
+// the recorded hold is kept as a launch delay. Neither kind of held task is a calibration sample.
 #include <algorithm>
 #include <limits>
 #include <map>
 
 #include "common/text.hpp"
 #include "graph/build_context.hpp"
+#include "graph/gpu_holds.hpp"
 
 namespace daydream {
 namespace {
@@ -22,18 +27,6 @@ TaskKind gpu_task_kind(const Trace& trace, const TraceEvent& e) {
   const auto name = trace.name_of(e);
   if (text::contains(name, "nccl") || text::contains(name, "NCCL")) return TaskKind::communication;
   return TaskKind::kernel;
-}
-
-std::vector<std::vector<std::uint32_t>> gpu_events_by_lane(const BuildContext& ctx) {
-  std::vector<std::vector<std::uint32_t>> by_lane(ctx.trace.lanes.size());
-  for (std::uint32_t i = 0; i < ctx.trace.events.size(); ++i)
-    if (is_gpu_activity(ctx.trace.events[i].kind)) by_lane[ctx.trace.events[i].lane].push_back(i);
-  for (auto& positions : by_lane) {
-    std::stable_sort(positions.begin(), positions.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return ctx.trace.events[a].start_ns < ctx.trace.events[b].start_ns;
-    });
-  }
-  return by_lane;
 }
 
 /// The API call that launched a GPU activity (first by correlation), if recorded.
@@ -102,10 +95,14 @@ bool busy_between(const std::vector<std::pair<TimeNs, TimeNs>>& spans, TimeNs fr
 
 }  // namespace
 
-void calibrate_latencies(BuildContext& ctx) {
-  Calibration& cal = ctx.graph.calibration();
-  std::array<std::vector<TimeNs>, kTaskKindCount> launch_samples;
-  const auto by_lane = gpu_events_by_lane(ctx);
+namespace {
+
+/// Launch-latency samples per task kind: call start -> GPU start of tasks launched onto an idle
+/// stream that nothing held back: no stream wait issued to their stream since its previous
+/// launch, no kernel of another stream holding their SMs (DeviceTimelines::holder).
+std::array<std::vector<TimeNs>, kTaskKindCount> launch_samples(const BuildContext& ctx, const DeviceTimelines& timelines) {
+  std::array<std::vector<TimeNs>, kTaskKindCount> samples;
+  const auto& by_lane = timelines.by_lane();
   const auto waits = stream_wait_times(ctx);
   for (std::uint32_t l = 0; l < by_lane.size(); ++l) {
     const auto& lane = by_lane[l];
@@ -115,15 +112,48 @@ void calibrate_latencies(BuildContext& ctx) {
       const TraceEvent* call = launch_call(ctx, e);
       if (!call) continue;
       const bool stream_idle = i == 0 || call->start_ns >= ctx.event(lane[i - 1]).end_ns();
-      const bool held = waited_between(waits[l], previous_call, call->start_ns);
+      const bool waited = waited_between(waits[l], previous_call, call->start_ns);
       previous_call = call->start_ns;
-      if (stream_idle && !held && e.start_ns >= call->start_ns)
-        launch_samples[kind_index(gpu_task_kind(ctx.trace, e))].push_back(e.start_ns - call->start_ns);
+      if (!stream_idle || waited || e.start_ns < call->start_ns) continue;
+      if (timelines.use(lane[i]).on_sms && timelines.holder(l, call->start_ns, e.start_ns)) continue;
+      samples[kind_index(gpu_task_kind(ctx.trace, e))].push_back(e.start_ns - call->start_ns);
     }
   }
+  return samples;
+}
+
+/// Stream-gap samples: start - predecessor end of tasks their stream held back (call start +
+/// launch latency <= predecessor end), unless a GPU-filling kernel of another stream may have
+/// held them after the predecessor ended (only the occupancy model can tell: without it, any
+/// kernel running beside would count).
+std::vector<TimeNs> gap_samples(const BuildContext& ctx, const DeviceTimelines& timelines) {
+  std::vector<TimeNs> gaps;
+  const auto& by_lane = timelines.by_lane();
+  for (std::uint32_t l = 0; l < by_lane.size(); ++l) {
+    const auto& lane = by_lane[l];
+    for (std::size_t i = 1; i < lane.size(); ++i) {
+      const TraceEvent& e = ctx.event(lane[i]);
+      const TraceEvent& prev = ctx.event(lane[i - 1]);
+      const TraceEvent* call = launch_call(ctx, e);
+      const TimeNs latency = ctx.graph.calibration().launch_latency_ns[kind_index(gpu_task_kind(ctx.trace, e))];
+      const bool stream_bound = !call || call->start_ns + latency <= prev.end_ns();
+      if (!stream_bound || e.start_ns < prev.end_ns()) continue;
+      if (timelines.use(lane[i]).on_sms && timelines.modelled(l) && timelines.holder(l, prev.end_ns(), e.start_ns)) continue;
+      gaps.push_back(e.start_ns - prev.end_ns());
+    }
+  }
+  return gaps;
+}
+
+}  // namespace
+
+void calibrate_latencies(BuildContext& ctx) {
+  Calibration& cal = ctx.graph.calibration();
+  const DeviceTimelines timelines(ctx);
+  auto samples = launch_samples(ctx, timelines);
   // Kinds never launched onto an idle stream take the median over all kinds.
   std::vector<TimeNs> pooled;
-  for (const auto& samples : launch_samples) pooled.insert(pooled.end(), samples.begin(), samples.end());
+  for (const auto& kind : samples) pooled.insert(pooled.end(), kind.begin(), kind.end());
   cal.launch_samples = static_cast<std::int64_t>(pooled.size());
   // A held task (the GPU full, an unrecorded wait) only adds to its sample, never takes away:
   // the lower quartile estimates the latency of a task nothing held better than the median. A
@@ -132,33 +162,28 @@ void calibrate_latencies(BuildContext& ctx) {
   const TimeNs pooled_latency = text::lower_quantile(pooled, 4);
   const TimeNs pooled_median = text::median(pooled);
   for (std::size_t k = 0; k < kTaskKindCount; ++k)
-    cal.launch_latency_ns[k] = launch_samples[k].empty()
-                                   ? pooled_latency
-                                   : std::min(text::lower_quantile(launch_samples[k], 4), pooled_median);
+    cal.launch_latency_ns[k] =
+        samples[k].empty() ? pooled_latency : std::min(text::lower_quantile(samples[k], 4), pooled_median);
   if (pooled.empty())
     ctx.count("no_launch_latency_samples", Severity::info,
               "no GPU task was launched onto an idle stream: launch latency taken as 0");
-
-  std::vector<TimeNs> gaps;
-  for (const auto& lane : by_lane) {
-    for (std::size_t i = 1; i < lane.size(); ++i) {
-      const TraceEvent& e = ctx.event(lane[i]);
-      const TraceEvent& prev = ctx.event(lane[i - 1]);
-      const TraceEvent* call = launch_call(ctx, e);
-      const TimeNs latency = cal.launch_latency_ns[kind_index(gpu_task_kind(ctx.trace, e))];
-      const bool stream_bound = !call || call->start_ns + latency <= prev.end_ns();
-      if (stream_bound && e.start_ns >= prev.end_ns()) gaps.push_back(e.start_ns - prev.end_ns());
-    }
-  }
+  std::vector<TimeNs> gaps = gap_samples(ctx, timelines);
   cal.gap_samples = static_cast<std::int64_t>(gaps.size());
   cal.gpu_gap_ns = text::median(gaps);
 }
 
 namespace {
 
+/// Why a GPU task started later than its launch and its stream allowed (see classify_hold).
+enum class Hold : std::uint8_t { none, occupancy, kept };
+
 class StreamBuilder {
  public:
-  StreamBuilder(BuildContext& ctx, UnitId unit, const BusyIndex& busy) : ctx_(ctx), unit_(unit), busy_(busy) {}
+  /// A held task and the event position of the filling kernel that held it.
+  using Holds = std::vector<std::pair<TaskId, std::uint32_t>>;
+
+  StreamBuilder(BuildContext& ctx, UnitId unit, const BusyIndex& busy, const DeviceTimelines& timelines, Holds& holds)
+      : ctx_(ctx), unit_(unit), busy_(busy), timelines_(timelines), holds_(holds) {}
 
   void run(const std::vector<std::uint32_t>& positions) {
     for (std::uint32_t p : positions) add(p);
@@ -190,7 +215,7 @@ class StreamBuilder {
     ctx_.event_task[position] = id;
     ctx_.launched_by.resize(ctx_.graph.num_tasks(), kNoTask);
     ctx_.launched_by[id] = launcher;
-    connect(id, e, launcher);
+    connect(id, position, launcher);
     previous_ = id;
   }
 
@@ -208,13 +233,16 @@ class StreamBuilder {
     return kNoTask;
   }
 
-  void connect(TaskId id, const TraceEvent& e, TaskId launcher) {
+  void connect(TaskId id, std::uint32_t position, TaskId launcher) {
+    const TraceEvent& e = ctx_.event(position);
     const Calibration& cal = ctx_.graph.calibration();
     const TaskKind kind = ctx_.graph.task(id).kind;
     const TimeNs latency = cal.launch_latency_ns[kind_index(kind)];
     const TimeNs start = ctx_.rel(e.start_ns);
     const TimeNs launch_ready = launcher == kNoTask ? std::numeric_limits<TimeNs>::min()
                                                     : ctx_.times[launcher].start + latency;
+    const bool stream_bound = previous_ != kNoTask && ctx_.times[previous_].end + cal.gpu_gap_ns >= launch_ready;
+    const Hold hold = classify_hold(id, position, launcher, launch_ready);
     if (launcher == kNoTask) {
       ctx_.count("gpu_task_without_launch", Severity::info,
                  "GPU tasks whose launch call is not in the trace (launched before profiling began): "
@@ -225,6 +253,7 @@ class StreamBuilder {
                                                    ctx_.times[launcher].end - ctx_.times[launcher].start)
                                     : latency;
       if (const TimeNs held = unexplained_hold(e, launch_ready, ctx_.times[launcher].start); held > delay) delay = held;
+      if (hold == Hold::kept && !stream_bound) delay = std::max(delay, start - ctx_.times[launcher].start);
       if (start < ctx_.times[launcher].start) {
         ctx_.count("gpu_start_before_launch", Severity::error,
                    "GPU tasks recorded as starting before their launch call (clock skew): launch delay set to 0",
@@ -240,9 +269,41 @@ class StreamBuilder {
       ctx_.count("overlapping_gpu_tasks", Severity::error,
                  "GPU tasks starting before the previous task on their stream ended: simulated one after the other",
                  e.source_index);
-    const bool stream_bound = prev_end + cal.gpu_gap_ns >= launch_ready;
     const TimeNs gap = stream_bound ? std::max<TimeNs>(0, start - prev_end) : cal.gpu_gap_ns;
     ctx_.graph.add_edge(previous_, id, {EdgeType::gpu_sequential, Timing::finish_to_start, gap, false});
+  }
+
+  /// Whether SM work that started later than its launch call and its stream allowed was held
+  /// back by another stream's kernel running across that time (DeviceTimelines::holder). Where
+  /// the trace records launch configurations, the occupancy model explains it (counted, with the
+  /// held time, and the pair noted for Task::sm_held_by); where it does not, a hold longer than
+  /// `thread_idle_ns` is kept as recorded.
+  Hold classify_hold(TaskId id, std::uint32_t position, TaskId launcher, TimeNs launch_ready) {
+    const TraceEvent& e = ctx_.event(position);
+    if (launcher == kNoTask || !timelines_.use(position).on_sms) return Hold::none;
+    const TimeNs ready = previous_ == kNoTask ? launch_ready
+                                              : std::max(launch_ready, ctx_.times[previous_].end + ctx_.graph.calibration().gpu_gap_ns);
+    const TimeNs start = ctx_.rel(e.start_ns), late = start - ready;
+    if (late <= ctx_.options.contradiction_tolerance_ns) return Hold::none;
+    const auto holder = timelines_.holder(e.lane, ready + ctx_.origin, e.start_ns);
+    if (!holder) return Hold::none;
+    if (timelines_.modelled(e.lane)) {
+      const TimeNs held = start - std::max(ready, ctx_.rel(ctx_.event(*holder).start_ns));
+      ctx_.graph.report().count_time("gpu_holds_by_occupancy", Severity::info,
+                                     "SM work held back on its stream by a kernel of another stream that filled the GPU "
+                                     "(launch configurations): simulated by the occupancy model; total = time held "
+                                     "while that kernel ran",
+                                     held, e.source_index);
+      holds_.emplace_back(id, *holder);
+      return Hold::occupancy;
+    }
+    if (late <= ctx_.options.thread_idle_ns) return Hold::none;
+    ctx_.graph.report().count_time("gpu_holds_kept", Severity::info,
+                                   "SM work held back on its stream while a kernel of another stream ran, in a trace "
+                                   "without launch configurations (the occupancy model cannot tell whether it filled "
+                                   "the GPU): the recorded hold is kept as a delay; total = held time",
+                                   late, e.source_index);
+    return Hold::kept;
   }
 
   /// A task that started long after its launch on a stream and a device that were both idle:
@@ -264,8 +325,36 @@ class StreamBuilder {
   BuildContext& ctx_;
   UnitId unit_;
   const BusyIndex& busy_;
+  const DeviceTimelines& timelines_;
+  Holds& holds_;
   TaskId previous_ = kNoTask;
 };
+
+/// Each held task's holder and let-in share (Task::sm_held_by, sm_let_in), once every stream's
+/// tasks exist; and the check of the last-wave model in Calibration: per filling kernel that
+/// held work, how many of its block times before its end it let the first of it in (median).
+void link_holds(BuildContext& ctx, const StreamBuilder::Holds& holds, const DeviceTimelines& timelines) {
+  std::map<std::uint32_t, double> first_let_in;  // holder position -> earliest let-in share
+  for (const auto& [held, position] : holds) {
+    const TraceEvent& big = ctx.event(position);
+    const TaskId holder = ctx.event_task[position];
+    if (holder == kNoTask || big.duration_ns <= 0) continue;
+    const TimeNs start = ctx.graph.task(held).recorded_start_ns + ctx.origin;
+    const double share = std::clamp(static_cast<double>(start - big.start_ns) / static_cast<double>(big.duration_ns), 0.0, 1.0);
+    ctx.graph.task(held).sm_held_by = holder;
+    ctx.graph.task(held).sm_let_in = share;
+    const auto [it, inserted] = first_let_in.try_emplace(position, share);
+    if (!inserted) it->second = std::min(it->second, share);
+  }
+  std::vector<double> waves_before_end;
+  for (const auto& [position, share] : first_let_in) waves_before_end.push_back((1.0 - share) * timelines.use(position).waves);
+  Calibration& cal = ctx.graph.calibration();
+  cal.occupancy_holders = static_cast<std::int64_t>(waves_before_end.size());
+  if (waves_before_end.empty()) return;
+  const auto middle = waves_before_end.begin() + static_cast<std::ptrdiff_t>((waves_before_end.size() - 1) / 2);
+  std::nth_element(waves_before_end.begin(), middle, waves_before_end.end());
+  cal.occupancy_let_in_waves = *middle;
+}
 
 }  // namespace
 
@@ -293,12 +382,15 @@ void count_lost_gpu_records(BuildContext& ctx) {
 
 void build_gpu_tasks(BuildContext& ctx) {
   count_lost_gpu_records(ctx);
-  const auto by_lane = gpu_events_by_lane(ctx);
+  const DeviceTimelines timelines(ctx);
+  const auto& by_lane = timelines.by_lane();
   const BusyIndex busy = device_busy(ctx);
+  StreamBuilder::Holds holds;
   for (std::uint32_t lane = 0; lane < by_lane.size(); ++lane) {
     if (!by_lane[lane].empty())
-      StreamBuilder(ctx, ctx.unit_for_lane(lane, UnitKind::gpu_stream), busy).run(by_lane[lane]);
+      StreamBuilder(ctx, ctx.unit_for_lane(lane, UnitKind::gpu_stream), busy, timelines, holds).run(by_lane[lane]);
   }
+  link_holds(ctx, holds, timelines);
   ctx.launched_by.resize(ctx.graph.num_tasks(), kNoTask);
   ctx.woken.assign(ctx.graph.num_tasks(), 0);
 }

@@ -177,6 +177,8 @@ class Merger {
     task_map_.assign(g.num_tasks(), kNoTask);
     arrival_map_.assign(g.num_tasks(), kNoTask);
     for (TaskId t = 0; t < g.num_tasks(); ++t) copy_task(g, r, t, iteration_base);
+    for (TaskId t = 0; t < g.num_tasks(); ++t)  // holders may come after the tasks they held
+      if (const TaskId holder = g.task(t).sm_held_by; holder != kNoTask) out_.task(task_map_[t]).sm_held_by = task_map_[holder];
     for (const auto& e : g.edges()) {
       const TaskId to = arrival_map_[e.to] != kNoTask ? arrival_map_[e.to] : task_map_[e.to];
       out_.add_edge(task_map_[e.from], to, e.edge);

@@ -104,6 +104,8 @@ ReplayReport make_replay_report(const Graph& graph, const SimulationResult& resu
     report.units.push_back({graph.units()[u].name, graph.units()[u].kind, usage.busy_ns, usage.tasks, utilization});
   }
   report.critical_path = summarize_critical_path(graph, result);
+  report.occupancy_holds = result.occupancy_holds;
+  report.occupancy_hold_ns = result.occupancy_hold_ns;
   return report;
 }
 
@@ -157,6 +159,8 @@ std::string to_json(const ReplayReport& report) {
   }
   w.end_array();
   write_critical_path(w, report.critical_path);
+  w.key("occupancy").begin_object().key("held_tasks").value(report.occupancy_holds);
+  w.key("held_ms").milliseconds(report.occupancy_hold_ns).end_object();
   return w.end_object().str();
 }
 

@@ -42,6 +42,8 @@ std::string to_json(const GraphStats& s) {
   }
   w.end_object().key("gpu_gap_ms").milliseconds(s.calibration.gpu_gap_ns);
   w.key("launch_samples").value(s.calibration.launch_samples).key("gap_samples").value(s.calibration.gap_samples);
+  w.key("occupancy_holders").value(s.calibration.occupancy_holders);
+  w.key("occupancy_let_in_waves").ratio(s.calibration.occupancy_let_in_waves);
   w.end_object().key("import_report").begin_array();
   for (const auto& stat : s.report) {
     w.begin_object().key("key").value(stat.key).key("severity").value(to_string(stat.severity));

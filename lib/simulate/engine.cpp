@@ -1,9 +1,15 @@
 // The discrete-event engine. The graph is first compiled into flat arrays (CSR successor
 // lists) so the event loop touches only contiguous memory; all state lives in one Engine
 // object, so many simulations can run at once on different threads.
+//
+// GPU occupancy (docs/simulator.md): SM work that the trace shows held back by another
+// stream's kernel filling the GPU waits, when that kernel started first, until it lets the
+// work in at the same share of its simulated duration; the GPU unit stays idle meanwhile and
+// is woken then.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <queue>
 
 #include "daydream/error.hpp"
@@ -32,7 +38,22 @@ struct CompiledGraph {
   std::vector<std::uint8_t> removed;
   std::shared_ptr<const EdgeTable> edges;  // shared by graph copies with the same structure
   bool by_ready_time = false;
+  // GPU occupancy, filled only when some task has a recorded holder (the common path skips it)
+  bool occupancy = false;
+  std::vector<TaskId> held_by;  // per task: Task::sm_held_by while that task is live, else kNoTask
+  std::vector<double> let_in;   // per task: Task::sm_let_in
 };
+
+void compile_occupancy(const Graph& graph, CompiledGraph& c) {
+  c.held_by.assign(c.duration.size(), kNoTask);
+  c.let_in.assign(c.duration.size(), 0.0);
+  for (TaskId t = 0; t < c.duration.size(); ++t) {
+    const Task& task = graph.task(t);
+    if (task.sm_held_by >= c.duration.size() || c.removed[task.sm_held_by]) continue;
+    c.held_by[t] = task.sm_held_by;
+    c.let_in[t] = task.sm_let_in;
+  }
+}
 
 CompiledGraph compile(const Graph& graph, const SchedulePolicy& policy) {
   const auto n = graph.num_tasks();
@@ -52,19 +73,21 @@ CompiledGraph compile(const Graph& graph, const SchedulePolicy& policy) {
     c.release[t] = task.release_ns;
     c.unit[t] = task.unit;
     c.priority[t] = policy.priority(graph, t);
+    c.occupancy |= task.sm_held_by != kNoTask && !task.removed;
   }
+  if (c.occupancy) compile_occupancy(graph, c);
   c.edges = graph.edge_table();
   for (std::size_t i = 0; i < c.edges->delay_ns.size(); ++i)
     if (c.edges->delay_ns[i] < 0) throw_negative_delay(graph, *c.edges, i);
   return c;
 }
 
-enum class EventType : std::uint8_t { task_end = 0, task_ready = 1 };
+enum class EventType : std::uint8_t { task_end = 0, task_ready = 1, unit_wake = 2 };
 
 struct Event {
   TimeNs time;
   std::uint64_t sequence;
-  TaskId task;
+  TaskId task;  // the unit, for unit_wake
   EventType type;
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : sequence > o.sequence; }
 };
@@ -94,6 +117,7 @@ class Engine {
     r_.units.assign(graph.units().size(), UnitUsage{});
     remaining_ = c_.edges->in_degree;
     ready_at_.assign(n_, kUnset);
+    if (c_.occupancy) held_since_.assign(n_, kUnset);
   }
 
   SimulationResult run() {
@@ -113,7 +137,8 @@ class Engine {
           events_.pop();
           ++r_.events_processed;
           if (e.type == EventType::task_ready) on_ready(e.task);
-          else on_end(e.time, e.task);
+          else if (e.type == EventType::task_end) on_end(e.time, e.task);
+          else mark_pending(e.task);
         }
         dispatch_pending(now);
       }
@@ -157,6 +182,7 @@ class Engine {
 
   void dispatch(UnitId u, TimeNs now) {
     const TaskId t = queues_[u].top().task;
+    if (c_.occupancy && held_by_occupancy(u, t, now)) return;
     queues_[u].pop();
     busy_[u] = 1;
     if (now > ready_at_[t]) {
@@ -165,11 +191,36 @@ class Engine {
     } else if (r_.binding[t] != kNoTask) {
       r_.cause[t] = StartCause::dependency;
     }
+    if (c_.occupancy) count_hold(t, now);
     last_on_unit_[u] = t;
     r_.start_ns[t] = now;
     r_.end_ns[t] = now + c_.duration[t];
     push(r_.end_ns[t], t, EventType::task_end);
     release_successors(t, now, /*at_start=*/true);
+  }
+
+  // --- GPU occupancy ---
+
+  /// Whether SM work must wait for the kernel of another stream that the trace shows holding it
+  /// (Task::sm_held_by): when that kernel started first and has not yet reached the share of
+  /// its duration at which it let the work in, the unit is woken then.
+  bool held_by_occupancy(UnitId u, TaskId t, TimeNs now) {
+    const TaskId big = c_.held_by[t];
+    if (big == kNoTask || r_.start_ns[big] == kUnset) return false;
+    const TimeNs let_in = r_.start_ns[big] + std::llround(static_cast<double>(c_.duration[big]) * c_.let_in[t]);
+    if (let_in <= now) return false;
+    if (held_since_[t] == kUnset) held_since_[t] = now;
+    push(let_in, u, EventType::unit_wake);
+    return true;
+  }
+
+  /// A task the occupancy model held: counted, and bound to the kernel that let it in.
+  void count_hold(TaskId t, TimeNs now) {
+    if (held_since_[t] == kUnset) return;
+    ++r_.occupancy_holds;
+    r_.occupancy_hold_ns += now - held_since_[t];
+    r_.cause[t] = StartCause::dependency;
+    r_.binding[t] = c_.held_by[t];
   }
 
   void release_successors(TaskId t, TimeNs now, bool at_start) {
@@ -232,6 +283,7 @@ class Engine {
   std::vector<UnitId> pending_;  // units that may start a task at the current instant
   std::vector<TaskId> last_on_unit_;
   std::uint64_t sequence_ = 0;
+  std::vector<TimeNs> held_since_;  // per task: when the occupancy model first held it (occupancy only)
 };
 
 }  // namespace

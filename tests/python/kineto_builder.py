@@ -9,10 +9,18 @@ from pathlib import Path
 PID = 100
 
 
+# A GPU like a V100 (80 SMs of 2048 threads, 64K registers, 96 KiB shared memory; compute 7.0),
+# for traces whose kernels record their launch configuration.
+V100_PROPERTIES = {"id": 0, "name": "Test V100", "computeMajor": 7, "computeMinor": 0, "numSms": 80,
+                   "maxThreadsPerMultiprocessor": 2048, "regsPerMultiprocessor": 65536, "regsPerBlock": 65536,
+                   "warpSize": 32, "sharedMemPerMultiprocessor": 98304}
+
+
 class KinetoJson:
-    def __init__(self, legacy: bool = False):
+    def __init__(self, legacy: bool = False, device: dict | None = None):
         self.legacy = legacy
         self.events: list[dict] = []
+        self.device = device or {"id": 0, "name": "Test GPU"}
 
     def _complete(self, cat, name, ts, dur, pid, tid, args=None):
         self.events.append({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur,
@@ -37,9 +45,13 @@ class KinetoJson:
         return self._complete("Runtime" if self.legacy else "cuda_runtime", name, ts, dur, PID, self._cpu_tid(tid),
                               {"cbid": 211, "correlation": correlation, ext: correlation})
 
-    def kernel(self, name, ts, dur, correlation, stream=7):
-        return self._complete("Kernel" if self.legacy else "kernel", name, ts, dur, 0, self._gpu_tid(stream),
-                              {"device": 0, "stream": stream, "correlation": correlation})
+    def kernel(self, name, ts, dur, correlation, stream=7, grid=None, block=128, registers=32):
+        """A kernel; with `grid` (blocks) its args record a launch configuration as Kineto does."""
+        args = {"device": 0, "stream": stream, "correlation": correlation}
+        if grid is not None:
+            args.update({"grid": [grid, 1, 1], "block": [block, 1, 1], "registers per thread": registers,
+                         "shared memory": 0})
+        return self._complete("Kernel" if self.legacy else "kernel", name, ts, dur, 0, self._gpu_tid(stream), args)
 
     def memcpy(self, name, ts, dur, correlation, stream=7):
         return self._complete("Memcpy" if self.legacy else "gpu_memcpy", name, ts, dur, 0, self._gpu_tid(stream),
@@ -55,7 +67,7 @@ class KinetoJson:
         return self
 
     def document(self) -> dict:
-        return {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "Test GPU"}], "traceEvents": self.events}
+        return {"schemaVersion": 1, "deviceProperties": [self.device], "traceEvents": self.events}
 
     def write(self, path) -> Path:
         """Writes the trace (gzip-compressed when the name ends in .gz) and returns its path."""

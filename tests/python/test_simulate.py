@@ -183,3 +183,23 @@ def test_changes_wait_for_running_simulations(example_trace):
     thread.join()
     assert len(results) == 30
     assert g.simulate().total_ns == baseline
+
+
+def test_gpu_occupancy_holds_move_with_the_filling_kernel(tmp_path):
+    """A kernel launched onto an idle stream while a 10-wave kernel fills the GPU gets in 880 us
+    into it (docs/simulator.md, "GPU occupancy"); halve that kernel and it gets in at 440 us."""
+    from kineto_builder import V100_PROPERTIES, KinetoJson
+    t = KinetoJson(device=V100_PROPERTIES)
+    t.cpu_op("prep", 0, 100)
+    t.runtime("cudaLaunchKernel", 0, 2, 1).kernel("warmup", 10, 5, 1, stream=7, grid=4)
+    t.runtime("cudaLaunchKernel", 100, 5, 2).kernel("big", 110, 1000, 2, stream=7, grid=6400, block=256)
+    t.cpu_op("work", 105, 200)
+    t.runtime("cudaLaunchKernel", 200, 5, 3).kernel("side", 990, 20, 3, stream=20, grid=4)
+    g = daydream.load(str(t.write(tmp_path / "held.json")))
+    big, side = next(iter(g.select(name="^big$"))), next(iter(g.select(name="^side$")))
+    assert side.held_by == big and big.held_by is None
+    r = g.simulate()
+    assert r.start_ns(side) == 990_000 and r.occupancy_holds == 1 and r.occupancy_hold_ms == pytest.approx(0.78)
+    assert g.replay()["occupancy"] == {"held_tasks": 1, "held_ms": 0.78}
+    g.select(name="^big$").scale(0.5)
+    assert g.simulate().start_ns(side) == 550_000

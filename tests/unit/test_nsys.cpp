@@ -725,3 +725,59 @@ TEST_CASE("nsys real: SAXPY's NVTX ranges become user annotations and its GPU sp
                          << " ns, error " << 100 * report.span.error() << "%");
   CHECK(std::abs(report.span.error()) <= 0.02);
 }
+
+TEST_CASE("nsys: launch configurations and the GPU's SM resources feed the occupancy model", "[nsys][occupancy]") {
+  // An A100: 108 SMs of 64 warps, 32 blocks, 64K registers, 164 KiB of shared memory. `big`:
+  // 3456 blocks of 256 threads x 32 registers, 8 per SM: 4 waves of 250 us; launched at 1 us,
+  // it starts at 11. `side` (4 blocks), launched at 100 us onto idle stream 20, gets in at 811,
+  // 0.8 of the way through `big`.
+  const std::string sql = R"sql(
+CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE TARGET_INFO_GPU (id INTEGER NOT NULL, name TEXT, smCount INTEGER, computeMajor INTEGER,
+  computeMinor INTEGER, threadsPerWarp INTEGER, maxWarpsPerSm INTEGER, maxBlocksPerSm INTEGER,
+  maxRegistersPerSm INTEGER, maxRegistersPerBlock INTEGER, maxShmemPerSm INTEGER);
+CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER NOT NULL,
+  globalTid INTEGER, correlationId INTEGER, nameId INTEGER, returnValue INTEGER NOT NULL, callchainId INTEGER);
+CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, contextId INTEGER,
+  streamId INTEGER, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER, shortName INTEGER,
+  gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX INTEGER, blockY INTEGER, blockZ INTEGER,
+  registersPerThread INTEGER, staticSharedMemory INTEGER, dynamicSharedMemory INTEGER, sharedMemoryExecuted INTEGER);
+INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'big'), (3, 'side');
+INSERT INTO TARGET_INFO_GPU VALUES (0, 'A100-SXM4-40GB', 108, 8, 0, 32, 64, 32, 65536, 65536, 167936);
+INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1000, 3000, 0, T, 1, 1, 0, NULL), (100000, 102000, 0, T, 2, 1, 0, NULL);
+INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES
+  (11000, 1011000, 0, 1, 7, 1, P, 2, 2, 1728, 2, 1, 128, 2, 1, 32, 1024, 512, 32768),
+  (811000, 821000, 0, 1, 20, 2, P, 3, 3, 4, 1, 1, 128, 1, 1, 16, 0, 0, 8192);
+)sql";
+  TempDir dir;
+  const fs::path file = dir / "held.sqlite";
+  write_db(file, with_ids(sql));
+  const Trace trace = load_trace(file);
+  REQUIRE(trace.metadata.gpus.size() == 1);
+  const GpuResources& gpu = trace.metadata.gpus.front();
+  CHECK(gpu.device == 0);
+  CHECK(gpu.sm_count == 108);
+  CHECK(gpu.compute_major == 8);
+  CHECK(gpu.warp_size == 32);
+  CHECK(gpu.max_threads_per_sm == 2048);
+  CHECK(gpu.max_blocks_per_sm == 32);
+  CHECK(gpu.registers_per_sm == 65536);
+  CHECK(gpu.registers_per_block == 65536);
+  CHECK(gpu.shared_memory_per_sm == 167936);
+  const TraceEvent* big = find_event(trace, EventKind::kernel, "big");
+  REQUIRE(big);
+  REQUIRE(big->launch >= 0);
+  const LaunchConfig& config = trace.launches[static_cast<std::size_t>(big->launch)];
+  CHECK(config.blocks == 3456);
+  CHECK(config.threads_per_block == 256);
+  CHECK(config.registers_per_thread == 32);
+  CHECK(config.shared_memory_bytes == 1536);
+  CHECK(config.shared_memory_config_bytes == 32768);
+
+  const Graph graph = build_graph(trace);
+  const TaskId big_task = find_task(graph, TaskKind::kernel, 1), side = find_task(graph, TaskKind::kernel, 2);
+  CHECK(graph.task(side).sm_held_by == big_task);
+  CHECK(graph.task(side).sm_let_in == Approx(0.8));
+  CHECK(graph.report().get("gpu_holds_by_occupancy") == 1);
+  CHECK(simulate(graph).start_ns[side] == graph.task(side).recorded_start_ns);
+}

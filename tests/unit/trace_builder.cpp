@@ -37,6 +37,27 @@ KinetoJson& KinetoJson::kernel(std::string name, double ts, double dur, std::int
                   legacy_ ? fmt::format("\"stream {}\"", stream) : std::to_string(stream), args);
 }
 
+KinetoJson& KinetoJson::kernel(std::string name, double ts, double dur, std::int64_t correlation, int stream,
+                               const LaunchArgs& launch) {
+  const auto args = fmt::format(
+      R"("device": 0, "stream": {}, "correlation": {}, "registers per thread": {}, "shared memory": {}, )"
+      R"("grid": [{}, 1, 1], "block": [{}, 1, 1])",
+      stream, correlation, launch.registers, launch.shared_memory, launch.grid, launch.block);
+  return complete(legacy_ ? "Kernel" : "kernel", name, ts, dur, "0",
+                  legacy_ ? fmt::format("\"stream {}\"", stream) : std::to_string(stream), args);
+}
+
+std::string v100_properties() {
+  return R"({"id": 0, "name": "Test V100", "computeMajor": 7, "computeMinor": 0, "maxThreadsPerBlock": 1024, )"
+         R"("maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536, "regsPerMultiprocessor": 65536, )"
+         R"("warpSize": 32, "sharedMemPerBlock": 49152, "sharedMemPerMultiprocessor": 98304, "numSms": 80})";
+}
+
+KinetoJson& KinetoJson::device(std::string properties_json) {
+  device_ = std::move(properties_json);
+  return *this;
+}
+
 KinetoJson& KinetoJson::memcpy(std::string name, double ts, double dur, std::int64_t correlation, int stream,
                                std::int64_t bytes) {
   const auto args =
@@ -59,7 +80,7 @@ KinetoJson& KinetoJson::raw(std::string event_json) {
 }
 
 std::string KinetoJson::str() const {
-  std::string out = R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "Test GPU"}], "traceEvents": [)";
+  std::string out = R"({"schemaVersion": 1, "deviceProperties": [)" + device_ + R"(], "traceEvents": [)";
   for (std::size_t i = 0; i < events_.size(); ++i) out += (i ? ",\n" : "\n") + events_[i];
   return out + "\n]}\n";
 }

@@ -9,6 +9,18 @@
 
 namespace daydream::test {
 
+/// A kernel's launch configuration, as Kineto writes it in the kernel's args.
+struct LaunchArgs {
+  int grid = 1;             ///< blocks (gridX; gridY = gridZ = 1)
+  int block = 128;          ///< threads per block (blockX)
+  int registers = 32;       ///< registers per thread
+  int shared_memory = 0;    ///< bytes per block
+};
+
+/// The `deviceProperties` entry of a GPU like a V100 (80 SMs, 2048 threads, 64K registers and
+/// 96 KiB of shared memory per SM, compute capability 7.0).
+std::string v100_properties();
+
 class KinetoJson {
  public:
   explicit KinetoJson(bool legacy = false) : legacy_(legacy) {}
@@ -17,6 +29,9 @@ class KinetoJson {
   KinetoJson& annotation(std::string name, double ts, double dur, int tid = 1);  // ProfilerStep#N etc.
   KinetoJson& runtime(std::string name, double ts, double dur, std::int64_t correlation, int tid = 1);
   KinetoJson& kernel(std::string name, double ts, double dur, std::int64_t correlation, int stream = 7);
+  /// A kernel whose args record its launch configuration.
+  KinetoJson& kernel(std::string name, double ts, double dur, std::int64_t correlation, int stream,
+                     const LaunchArgs& launch);
   KinetoJson& memcpy(std::string name, double ts, double dur, std::int64_t correlation, int stream = 7,
                      std::int64_t bytes = 4096);
   /// A modern `cuda_sync` record. stream/wait_on_stream/record_correlation: -1 when absent.
@@ -24,6 +39,8 @@ class KinetoJson {
                         int wait_on_stream = -1, std::int64_t record_correlation = -1);
   /// Any raw event object (for bad-input tests).
   KinetoJson& raw(std::string event_json);
+  /// The header's `deviceProperties` entry (default: `{"id": 0, "name": "Test GPU"}`).
+  KinetoJson& device(std::string properties_json);
 
   std::string str() const;
 
@@ -32,6 +49,7 @@ class KinetoJson {
                        const std::string& tid, const std::string& args);
   bool legacy_;
   std::vector<std::string> events_;
+  std::string device_ = R"({"id": 0, "name": "Test GPU"})";
 };
 
 }  // namespace daydream::test

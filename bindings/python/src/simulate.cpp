@@ -168,6 +168,11 @@ void init_simulate(py::module_& m) {
       .def_property_readonly("schedule", [](const ResultData& r) { return r.schedule; },
                              "The schedule policy used: trace_order, fifo, dict or callable.")
       .def_property_readonly("graph", [](const ResultData& r) { return r.box; }, "The simulated graph.")
+      .def_property_readonly("occupancy_holds", [](const ResultData& r) { return r.result.occupancy_holds; },
+                             "Tasks the occupancy model held back for another stream's GPU-filling kernel.")
+      .def_property_readonly("occupancy_hold_ms", [](const ResultData& r) {
+             return static_cast<double>(r.result.occupancy_hold_ns) / 1e6;
+           }, "Total time those tasks waited, in ms.")
       .def("start_ns", [](const ResultData& r, py::object task) { return time_of(r, task, false); }, py::arg("task"),
            "Predicted start of a task (Task or id), in ns from the graph origin; None for a removed task.")
       .def("end_ns", [](const ResultData& r, py::object task) { return time_of(r, task, true); }, py::arg("task"),

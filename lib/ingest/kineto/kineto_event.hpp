@@ -31,6 +31,8 @@ struct RawEvent {
   // `nccl:<op>` annotations of older PyTorch: the message shape and type ("Input Dims"/"Input type")
   std::int64_t input_elements = kNone;
   std::string_view input_type;
+  // kernels: the launch configuration (`grid`, `block`, `registers per thread`, `shared memory`)
+  std::int64_t grid_blocks = kNone, block_threads = kNone, registers = kNone, shared_memory = kNone;
 };
 
 /// The categories daydream understands, legacy and modern names folded together.

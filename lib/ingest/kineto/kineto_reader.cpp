@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <unordered_map>
 
@@ -154,11 +156,32 @@ class KinetoParser {
   void parse_devices(od::array devices) {
     field_ = "deviceProperties";
     for (auto device : devices) {
+      GpuResources gpu;
       for (auto field : device.get_object()) {
-        if (field.key().value() == "name") trace_.metadata.devices.emplace_back(std::string_view(field.value().get_string()));
+        const auto key = field.key().value();
+        if (key == "name") trace_.metadata.devices.emplace_back(std::string_view(field.value().get_string()));
+        else read_resource(key, field.value(), gpu);
       }
+      if (gpu.device != kNone) trace_.metadata.gpus.push_back(gpu);
     }
     field_ = {};
+  }
+
+  /// One `deviceProperties` field the occupancy rules use (Kineto writes cudaDeviceProp's names).
+  static void read_resource(od::raw_json_string key, od::value value, GpuResources& gpu) {
+    const std::int64_t n = number_or_none(value);
+    if (n == kNone) return;
+    const auto small = static_cast<std::int32_t>(std::clamp<std::int64_t>(n, 0, INT32_MAX));
+    if (key == "id") gpu.device = n;
+    else if (key == "numSms") gpu.sm_count = small;
+    else if (key == "computeMajor") gpu.compute_major = small;
+    else if (key == "computeMinor") gpu.compute_minor = small;
+    else if (key == "warpSize") gpu.warp_size = small;
+    else if (key == "maxThreadsPerMultiprocessor") gpu.max_threads_per_sm = small;
+    else if (key == "maxBlocksPerMultiProcessor") gpu.max_blocks_per_sm = small;
+    else if (key == "regsPerMultiprocessor") gpu.registers_per_sm = small;
+    else if (key == "regsPerBlock") gpu.registers_per_block = small;
+    else if (key == "sharedMemPerMultiprocessor") gpu.shared_memory_per_sm = small;
   }
 
   void parse_distributed(od::object info) {
@@ -276,7 +299,25 @@ class KinetoParser {
       else if (key == "Process Group Name") raw.process_group = string_arg(v);
       else if (key == "Input Dims" && text::starts_with(raw.name, "nccl:")) raw.input_elements = first_shape_elements(v);
       else if (key == "Input type" && text::starts_with(raw.name, "nccl:")) raw.input_type = first_string(v);
+      else if (key == "grid") raw.grid_blocks = dims_product(v);
+      else if (key == "block") raw.block_threads = dims_product(v);
+      else if (key == "registers per thread") raw.registers = int_arg(v);
+      else if (key == "shared memory") raw.shared_memory = int_arg(v);
     }
+  }
+
+  /// The product of a `grid` or `block` list ([4, 106, 1] -> 424); kNone unless it is a list of
+  /// positive integers.
+  static std::int64_t dims_product(od::value value) {
+    od::array dims;
+    if (value.get_array().get(dims) != simdjson::SUCCESS) return kNone;
+    std::int64_t product = 1;
+    for (auto dim : dims) {
+      std::int64_t n = 0;
+      if (dim.get_int64().get(n) != simdjson::SUCCESS || n <= 0) return kNone;
+      product *= n;
+    }
+    return product;
   }
 
   /// Elements of the first shape of an "Input Dims" list ([[394241]] -> 394241), kNone when it
@@ -351,6 +392,7 @@ class KinetoParser {
     event.sequence_number = raw.sequence_number;
     event.lane = lane_of(event.kind, raw);
     if (event.kind == EventKind::cuda_sync) add_sync_fields(raw, event);
+    if (event.kind == EventKind::kernel) event.launch = add_launch(raw);
     if (raw.name == "record_param_comms") event.collective = add_collective(raw);
     else if (category == Category::user_annotation && text::starts_with(raw.name, "nccl:"))
       event.collective = add_annotated_collective(raw);
@@ -363,6 +405,19 @@ class KinetoParser {
     event.sync_stream = raw.stream;
     event.wait_on_stream = raw.wait_on_stream;
     event.wait_record_correlation = raw.wait_record_correlation;
+  }
+
+  /// The launch configuration of a kernel whose args record one (grid and block at least).
+  std::int32_t add_launch(const RawEvent& raw) {
+    if (raw.grid_blocks == kNone || raw.block_threads == kNone) return -1;
+    const auto narrow = [](std::int64_t n) { return static_cast<std::int32_t>(std::clamp<std::int64_t>(n, 0, INT32_MAX)); };
+    LaunchConfig config;
+    config.blocks = raw.grid_blocks;
+    config.threads_per_block = narrow(raw.block_threads);
+    config.registers_per_thread = narrow(std::max<std::int64_t>(raw.registers, 0));
+    config.shared_memory_bytes = narrow(std::max<std::int64_t>(raw.shared_memory, 0));
+    trace_.launches.push_back(config);
+    return static_cast<std::int32_t>(trace_.launches.size() - 1);
   }
 
   std::int32_t add_collective(const RawEvent& raw) {

@@ -314,12 +314,36 @@ class NsysParser {
   void read_devices() {
     const Table t = table("TARGET_INFO_GPU");
     if (!t.has("id")) return;
-    Statement stmt(db_, fmt::format("SELECT id, {} FROM TARGET_INFO_GPU ORDER BY id", t.has("name") ? "name" : "NULL"),
-                   t.name);
+    enum : std::size_t { kId, kName, kSms, kMajor, kMinor, kWarp, kWarpsPerSm, kBlocksPerSm, kRegsPerSm, kRegsPerBlock,
+                         kShmemPerSm };
+    const std::vector<std::string_view> columns = {"id", "name", "smCount", "computeMajor", "computeMinor",
+                                                   "threadsPerWarp", "maxWarpsPerSm", "maxBlocksPerSm",
+                                                   "maxRegistersPerSm", "maxRegistersPerBlock", "maxShmemPerSm"};
+    std::string sql = "SELECT ";
+    for (std::size_t i = 0; i < columns.size(); ++i)
+      sql += fmt::format("{}{}", i ? ", " : "", t.has(columns[i]) ? fmt::format("\"{}\"", columns[i]) : "NULL");
+    Statement stmt(db_, sql + " FROM TARGET_INFO_GPU ORDER BY id", t.name);
     while (stmt.step()) {
-      const auto name = stmt.text(1);
+      const auto name = stmt.text(kName);
       trace_.metadata.devices.push_back(name && !name->empty() ? std::string(*name)
-                                                               : fmt::format("GPU {}", stmt.int64(0)));
+                                                               : fmt::format("GPU {}", stmt.int64(kId)));
+      const auto value = [&](std::size_t i) {
+        return stmt.type(static_cast<int>(i)) == SQLITE_INTEGER
+                   ? static_cast<std::int32_t>(std::clamp<std::int64_t>(stmt.int64(static_cast<int>(i)), 0, INT32_MAX))
+                   : 0;
+      };
+      GpuResources gpu;
+      gpu.device = stmt.int64(kId);
+      gpu.sm_count = value(kSms);
+      gpu.compute_major = value(kMajor);
+      gpu.compute_minor = value(kMinor);
+      gpu.warp_size = value(kWarp);
+      gpu.max_threads_per_sm = value(kWarpsPerSm) * gpu.warp_size;
+      gpu.max_blocks_per_sm = value(kBlocksPerSm);
+      gpu.registers_per_sm = value(kRegsPerSm);
+      gpu.registers_per_block = value(kRegsPerBlock);
+      gpu.shared_memory_per_sm = value(kShmemPerSm);
+      trace_.metadata.gpus.push_back(gpu);
     }
   }
 
@@ -518,20 +542,48 @@ class NsysParser {
     if (!t.has("demangledName") && !t.has("shortName"))
       throw Error(trace_.path, Error::kNoEvent, fmt::format("{}.demangledName", t.name),
                   "missing column (and no shortName either)");
-    const std::size_t demangled = kGpuColumns, short_name = kGpuColumns + 1;
-    for_each_row(t, gpu_columns({"demangledName", "shortName"}), [&](const Row& row) {
-      const auto name_id = row.integer(demangled) ? row.integer(demangled) : row.integer(short_name);
+    enum : std::size_t { kDemangled = kGpuColumns, kShortName, kGridX, kGridY, kGridZ, kBlockX, kBlockY, kBlockZ,
+                         kRegisters, kStaticShared, kDynamicShared, kSharedConfig };
+    const auto columns = gpu_columns({"demangledName", "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY",
+                                      "blockZ", "registersPerThread", "staticSharedMemory", "dynamicSharedMemory",
+                                      "sharedMemoryExecuted"});
+    for_each_row(t, columns, [&](const Row& row) {
+      const auto name_id = row.integer(kDemangled) ? row.integer(kDemangled) : row.integer(kShortName);
       if (!name_id) {
-        count(fmt::format("nsys_null_field:{}", row.field(demangled)), Severity::data_loss,
+        count(fmt::format("nsys_null_field:{}", row.field(kDemangled)), Severity::data_loss,
               "rows with NULL in a column daydream needs (time, thread, device, stream, name): skipped");
         return;
       }
       const auto g = gpu_row(t, row);
       if (!g) return;
-      const std::size_t name_column = row.integer(demangled) ? demangled : short_name;
-      add(EventKind::kernel, g->start, g->end, string_id(row, name_column, *name_id, false),
-          lane(LaneKind::gpu_stream, g->device, g->stream), g->correlation);
+      const std::size_t name_column = row.integer(kDemangled) ? kDemangled : kShortName;
+      TraceEvent& e = add(EventKind::kernel, g->start, g->end, string_id(row, name_column, *name_id, false),
+                          lane(LaneKind::gpu_stream, g->device, g->stream), g->correlation);
+      e.launch = launch_config(row, kGridX);
     });
+  }
+
+  /// The launch configuration of a kernel row (columns from `first`: grid x/y/z, block x/y/z,
+  /// registers, static and dynamic shared memory, shared memory executed); -1 without grid and block.
+  std::int32_t launch_config(const Row& row, std::size_t first) {
+    std::int64_t blocks = 1, threads = 1;
+    for (std::size_t i = 0; i < 3; ++i) {
+      const auto grid = row.integer(first + i), block = row.integer(first + 3 + i);
+      if (!grid || !block || *grid <= 0 || *block <= 0) return -1;
+      blocks *= *grid;
+      threads *= *block;
+    }
+    const auto narrow = [&](std::size_t i) {
+      return static_cast<std::int32_t>(std::clamp<std::int64_t>(row.integer(first + i).value_or(0), 0, INT32_MAX));
+    };
+    LaunchConfig config;
+    config.blocks = blocks;
+    config.threads_per_block = static_cast<std::int32_t>(std::min<std::int64_t>(threads, INT32_MAX));
+    config.registers_per_thread = narrow(6);
+    config.shared_memory_bytes = narrow(7) + narrow(8);
+    config.shared_memory_config_bytes = narrow(9);
+    trace_.launches.push_back(config);
+    return static_cast<std::int32_t>(trace_.launches.size() - 1);
   }
 
   std::string_view memory_kind(std::optional<std::int64_t> id) const {
