@@ -26,6 +26,21 @@ namespace {
 
 constexpr TimeNs kNever = std::numeric_limits<TimeNs>::min();
 
+/// (end, task) pairs sorted by end.
+using EndIndex = std::vector<std::pair<TimeNs, TaskId>>;
+
+/// The latest-ending task of `ends` that ended in [earliest, last] and that `accept(end, task)`
+/// takes, or kNoTask: the "returned right after X ended" search of the rules below.
+template <typename Accept>
+TaskId latest_end_within(const EndIndex& ends, TimeNs earliest, TimeNs last, Accept accept) {
+  for (auto it = std::upper_bound(ends.begin(), ends.end(), std::make_pair(last, kNoTask)); it != ends.begin(); --it) {
+    const auto [end, task] = *std::prev(it);
+    if (end < earliest) break;
+    if (accept(end, task)) return task;
+  }
+  return kNoTask;
+}
+
 /// Where on a stream an event was recorded: work launched before `time` on `unit`.
 struct RecordPoint {
   TimeNs time = kNever;
@@ -100,16 +115,15 @@ class SyncBuilder {
   TaskId lock_holder(TaskId t) const {
     const TaskTimes& call = ctx_.times[t];
     const UnitId unit = ctx_.graph.task(t).unit;
-    auto it = std::upper_bound(long_call_ends_.begin(), long_call_ends_.end(),
-                               std::make_pair(call.end + ctx_.options.contradiction_tolerance_ns, kNoTask));
-    for (; it != long_call_ends_.begin(); --it) {
-      const auto [end, holder] = *std::prev(it);
-      if (call.end - end > ctx_.options.launch_queue_window_ns) break;
-      const UnitId other = ctx_.graph.task(holder).unit;
-      if (other != unit && same_process(other, unit) && ctx_.times[holder].start < call.start) return holder;
-    }
-    return kNoTask;
+    return latest_end_within(long_call_ends_, call.end - ctx_.options.launch_queue_window_ns, returned_by(call),
+                             [&](TimeNs, TaskId holder) {
+                               const UnitId other = ctx_.graph.task(holder).unit;
+                               return other != unit && same_process(other, unit) && ctx_.times[holder].start < call.start;
+                             });
   }
+
+  /// The latest end a call that returned at `call.end` can have waited for (clock tolerance).
+  TimeNs returned_by(const TaskTimes& call) const { return call.end + ctx_.options.contradiction_tolerance_ns; }
 
   bool same_process(UnitId a, UnitId b) const {
     return ctx_.graph.units()[a].process == ctx_.graph.units()[b].process;
@@ -132,12 +146,10 @@ class SyncBuilder {
     if (call.end - call.start <= long_call_ns() || copy_call_waits_for_its_copy(position)) return;
     if (const TaskId holder = lock_holder(t); holder != kNoTask) return wait_for_lock(t, holder);
     // The latest-ending GPU task launched before this call (so it cannot depend on the call).
-    auto it = std::upper_bound(gpu_ends_.begin(), gpu_ends_.end(),
-                               std::make_pair(call.end + ctx_.options.contradiction_tolerance_ns, kNoTask));
-    while (it != gpu_ends_.begin() && !launched_before(std::prev(it)->second, call.start)) --it;
-    if (it == gpu_ends_.begin()) return;
-    const auto [end, released_by] = *std::prev(it);
-    if (end <= call.start || call.end - end > ctx_.options.launch_queue_window_ns) return;
+    const TaskId released_by =
+        latest_end_within(gpu_ends_, call.end - ctx_.options.launch_queue_window_ns, returned_by(call),
+                          [&](TimeNs end, TaskId task) { return end > call.start && launched_before(task, call.start); });
+    if (released_by == kNoTask) return;
     add_sync(t, {released_by}, /*inferred=*/true, "launch_queue_waits",
              "launch calls that waited for a slot in the full GPU launch queue: sync edge from the GPU task whose "
              "end freed it");
@@ -307,16 +319,12 @@ class SyncBuilder {
 
   TaskId staging_released_by(TaskId call, TaskId copy) const {
     const TaskTimes& times = ctx_.times[call];
-    auto it = std::upper_bound(gpu_ends_.begin(), gpu_ends_.end(),
-                               std::make_pair(times.end + ctx_.options.contradiction_tolerance_ns, kNoTask));
-    for (; it != gpu_ends_.begin(); --it) {
-      const auto [end, candidate] = *std::prev(it);
-      if (times.end - end > ctx_.options.launch_queue_window_ns || end <= times.start) break;
-      if (candidate != copy && pageable(candidate) && launched_before(candidate, times.start) &&
-          same_process(ctx_.graph.task(candidate).unit, ctx_.graph.task(copy).unit))
-        return candidate;
-    }
-    return kNoTask;
+    return latest_end_within(gpu_ends_, times.end - ctx_.options.launch_queue_window_ns, returned_by(times),
+                             [&](TimeNs end, TaskId candidate) {
+                               return end > times.start && candidate != copy && pageable(candidate) &&
+                                      launched_before(candidate, times.start) &&
+                                      same_process(ctx_.graph.task(candidate).unit, ctx_.graph.task(copy).unit);
+                             });
   }
 
   // The copy's launch edge measured its start from the call's start (staging inside the call);
@@ -420,16 +428,11 @@ class SyncBuilder {
     const TimeNs window = std::max(ctx_.options.contradiction_tolerance_ns, kernel_latency_ns());
     const TimeNs start = ctx_.times[waiting].start;
     if (!held_on_idle_stream(waiting, window)) return kNoTask;
-    auto it = std::upper_bound(gpu_ends_.begin(), gpu_ends_.end(), std::make_pair(start, kNoTask));
-    for (; it != gpu_ends_.begin(); --it) {
-      const auto [end, candidate] = *std::prev(it);
-      if (start - end > window) break;
+    const UnitId waiting_unit = ctx_.graph.task(waiting).unit;
+    return latest_end_within(gpu_ends_, start - window, start, [&](TimeNs, TaskId candidate) {
       const UnitId unit = ctx_.graph.task(candidate).unit;
-      if (unit != ctx_.graph.task(waiting).unit && same_process(unit, ctx_.graph.task(waiting).unit) &&
-          launched_before(candidate, wait_call))
-        return candidate;
-    }
-    return kNoTask;
+      return unit != waiting_unit && same_process(unit, waiting_unit) && launched_before(candidate, wait_call);
+    });
   }
 
   TimeNs kernel_latency_ns() const {
@@ -484,8 +487,8 @@ class SyncBuilder {
   std::vector<std::vector<TimeNs>> launch_times_;
   std::map<std::pair<std::int64_t, std::int64_t>, UnitId> stream_unit_;
   std::vector<TimeNs> last_launch_on_;  // per unit: this thread's latest launch call to it
-  std::vector<std::pair<TimeNs, TaskId>> gpu_ends_;  // (recorded end, task), sorted
-  std::vector<std::pair<TimeNs, TaskId>> long_call_ends_;  // (recorded end, runtime task), sorted
+  EndIndex gpu_ends_;       // (recorded end, task), sorted
+  EndIndex long_call_ends_;  // (recorded end, runtime task), sorted
   TimeNs median_launch_ns_ = 0;
 };
 
