@@ -54,6 +54,7 @@ class SyncBuilder {
     index_streams();
     index_gpu_ends();
     index_long_calls();
+    index_event_records();
   }
 
   void run() {
@@ -350,6 +351,12 @@ class SyncBuilder {
   }
 
   void wait_for_event(TaskId t, const RecordPoint& point) {
+    if (point.inferred) {
+      if (const TaskId completer = event_completed_by(t); completer != kNoTask)
+        return add_sync(t, {completer}, /*inferred=*/true, "event_syncs_from_timing",
+                        "cudaEventSynchronize calls whose event record is unknown, resolved by timing: the call "
+                        "waited and returned right after recorded GPU work of its device ended (inferred sync edge)");
+    }
     if (point.unit == BuildContext::kNoUnit) {
       ctx_.count("event_sync_unresolved", Severity::info,
                  "cudaEventSynchronize calls whose event could not be traced to a stream: no edge");
@@ -357,6 +364,60 @@ class SyncBuilder {
     }
     const TaskId last = last_launched_before(point.unit, point.time);
     if (last != kNoTask) add_sync(t, {last}, point.inferred);
+  }
+
+  /// The event sync counterpart of released_by. The thread's last cudaEventRecord is a guess
+  /// (another thread may have recorded the event: DALI hands batches over that way), so a call
+  /// that lasted as long as a wait is matched by timing: it waited for the latest-ending GPU task
+  /// that ended within launch_queue_window_ns before it returned, still ran when it began, was
+  /// launched before it to a device this thread uses, and where the trace has cudaEventRecord
+  /// calls, was marked by one before the call (the last task launched to the recording thread's
+  /// stream before the record): an event completes when the work recorded before it is done.
+  TaskId event_completed_by(TaskId t) const {
+    const TaskTimes& call = ctx_.times[t];
+    if (call.end - call.start <= long_call_ns()) return kNoTask;
+    const std::vector<std::int64_t> devices = devices_launched_to();
+    return latest_end_within(gpu_ends_, call.end - ctx_.options.launch_queue_window_ns, returned_by(call),
+                             [&](TimeNs end, TaskId candidate) {
+                               const std::int64_t device = ctx_.graph.units()[ctx_.graph.task(candidate).unit].process;
+                               return end > call.start && launched_before(candidate, call.start) &&
+                                      recorded_before(candidate, call.start) &&
+                                      std::find(devices.begin(), devices.end(), device) != devices.end();
+                             });
+  }
+
+  bool recorded_before(TaskId gpu_task, TimeNs time) const {
+    return first_record_at_.empty() || first_record_at_[gpu_task] < time;
+  }
+
+  /// The devices the thread being walked has launched to so far.
+  std::vector<std::int64_t> devices_launched_to() const {
+    std::vector<std::int64_t> devices;
+    for (UnitId u = 0; u < last_launch_on_.size(); ++u) {
+      const std::int64_t device = ctx_.graph.units()[u].process;
+      if (last_launch_on_[u] != kNever && std::find(devices.begin(), devices.end(), device) == devices.end())
+        devices.push_back(device);
+    }
+    return devices;
+  }
+
+  // Per GPU task, the earliest cudaEventRecord (of any thread) whose event it completes: the
+  // last task launched to the recording thread's latest stream before the record call. Left
+  // empty when the trace has no cudaEventRecord calls (older Kineto builds drop them).
+  void index_event_records() {
+    for (UnitId u = 0; u < ctx_.graph.units().size(); ++u) {
+      if (ctx_.graph.units()[u].kind != UnitKind::cpu_thread) continue;
+      UnitId last_launch = BuildContext::kNoUnit;
+      for (TaskId t : ctx_.unit_tasks[u]) {
+        if (ctx_.graph.task(t).kind != TaskKind::runtime) continue;
+        if (const UnitId launched = launched_unit(t); launched != BuildContext::kNoUnit) last_launch = launched;
+        if (last_launch == BuildContext::kNoUnit || api_role(ctx_.graph.name(t)) != ApiRole::event_record) continue;
+        const TaskId marked = last_launched_before(last_launch, ctx_.times[t].start);
+        if (marked == kNoTask) continue;
+        if (first_record_at_.empty()) first_record_at_.assign(ctx_.graph.num_tasks(), std::numeric_limits<TimeNs>::max());
+        first_record_at_[marked] = std::min(first_record_at_[marked], ctx_.times[t].start);
+      }
+    }
   }
 
   void wait_for_copy(TaskId wait, std::uint32_t position) {
@@ -489,6 +550,7 @@ class SyncBuilder {
   std::vector<TimeNs> last_launch_on_;  // per unit: this thread's latest launch call to it
   EndIndex gpu_ends_;       // (recorded end, task), sorted
   EndIndex long_call_ends_;  // (recorded end, runtime task), sorted
+  std::vector<TimeNs> first_record_at_;  // per task; empty when the trace has no cudaEventRecord
   TimeNs median_launch_ns_ = 0;
 };
 

@@ -319,6 +319,45 @@ TEST_CASE("a stream wait is not resolved by timing when the waiting task was not
   CHECK(g.report().get("stream_waits_from_timing") == 0);
 }
 
+// Thread 2 queues a copy on stream 20 (5-150 us) and records an event after it; thread 1, which
+// records nothing, launches kernel k and then synchronizes on that event.
+static std::string event_handover_trace(double k_duration, double sync_start, double sync_duration) {
+  return test::KinetoJson()
+      .runtime("cudaMemcpyAsync", 0, 4, 1, 2)
+      .memcpy("Memcpy HtoD (Pinned -> Device)", 5, 145, 1, 20)
+      .runtime("cudaEventRecord", 5, 1, 2, 2)
+      .runtime("cudaLaunchKernel", 10, 2, 3)
+      .kernel("k", 13, k_duration, 3)
+      .runtime("cudaEventSynchronize", sync_start, sync_duration, 4)
+      .str();
+}
+
+TEST_CASE("an event sync whose event another thread recorded is resolved by timing", "[graph]") {
+  // The sync returns 5 us after the copy ends. Kernel k ends later (152 us), but no record marks
+  // it, so it is not what the call awaited.
+  Graph g = test::graph_of(event_handover_trace(/*k_duration=*/139, /*sync_start=*/20, /*sync_duration=*/135));
+  const TaskId copy = task_named(g, "Memcpy HtoD (Pinned -> Device)"), sync = task_named(g, "cudaEventSynchronize");
+  const auto edge = edge_between(g, copy, sync);
+  REQUIRE(edge);
+  CHECK(edge->type == EdgeType::sync);
+  CHECK(edge->inferred);
+  CHECK_FALSE(edge_between(g, task_named(g, "k"), sync));
+  CHECK(g.task(sync).duration_ns == 5 * us);  // the return latency; the wait is the edge
+  CHECK(g.report().get("event_syncs_from_timing") == 1);
+  CHECK(g.report().get("event_sync_unresolved") == 0);
+  const auto before = simulate(g);
+  CHECK(before.end_ns[sync] == before.end_ns[copy] + 5 * us);
+  g.task(copy).duration_ns = 45 * us;  // a faster copy completes the event 100 us earlier
+  CHECK(simulate(g).end_ns[sync] == before.end_ns[sync] - 100 * us);
+}
+
+TEST_CASE("a short event sync is not resolved by timing", "[graph]") {
+  // The call returned 3 us after it began: the event was already complete, nothing was awaited.
+  const Graph g = test::graph_of(event_handover_trace(/*k_duration=*/20, /*sync_start=*/150, /*sync_duration=*/3));
+  CHECK(g.report().get("event_syncs_from_timing") == 0);
+  CHECK(test::count_of(g, EdgeType::sync) == 0);
+}
+
 TEST_CASE("an async device-to-device copy call blocked by another thread's staging call waits for it", "[graph]") {
   // Thread 2 stages a pageable copy for 200 us, holding the driver; thread 1's device-to-device
   // copy call blocks meanwhile and returns 5 us after it (driver_lock_waits). The short launches
