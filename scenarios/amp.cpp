@@ -1,7 +1,9 @@
 // amp: what if the job used automatic mixed precision? As the Daydream paper estimates it:
 // kernels that run on tensor cores under AMP (GEMMs and convolutions, recognised by name) take
 // 1/tensor_core of their time (default 1/3), every other kernel 1/other (default 1/2); copies,
-// memsets, collectives and CPU work keep their recorded times.
+// memsets, collectives and CPU work keep their recorded times, and so do the kernels of a data
+// pipeline (phase data_loading: DALI, DataLoader), which autocast, being thread-local to the
+// training loop, does not reach.
 // On top of the paper: autocast casts each weight a tensor-core operator uses to fp16 once per
 // forward pass. Each forward operator that launches tensor-core kernels gets one cast kernel on
 // the same stream just before its first tensor-core kernel, launched by one more launch call just
@@ -104,8 +106,12 @@ ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
   const std::string& pattern = params.text("pattern");
   check_pattern(pattern, "amp");
   const auto launch_call_ns = median_launch_call_ns(graph);
-  auto tensor_core = graph.select(TaskFilter().kind(TaskKind::kernel).name(pattern));
-  auto other = graph.select(TaskFilter().kind(TaskKind::kernel).name_not(pattern));
+  // Autocast is thread-local to the training loop: a data pipeline's kernels (DALI, DataLoader)
+  // keep their precision and time.
+  const auto model = [](const Graph& g, TaskId t) { return g.task(t).phase != Phase::data_loading; };
+  auto tensor_core = graph.select(TaskFilter().kind(TaskKind::kernel).name(pattern).where(model));
+  auto other = graph.select(TaskFilter().kind(TaskKind::kernel).name_not(pattern).where(model));
+  const std::size_t data_loading = graph.select(TaskFilter().kind(TaskKind::kernel).phase(Phase::data_loading)).size();
   const TimeNs tensor_core_before = tensor_core.total_duration_ns(), other_before = other.total_duration_ns();
   tensor_core.scale(1.0 / tensor_core_factor);
   other.scale(1.0 / other_factor);
@@ -116,6 +122,8 @@ ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
                                       tensor_core.size(), tensor_core_factor, ms(tensor_core_before),
                                       ms(tensor_core.total_duration_ns()), other.size(), other_factor, ms(other_before),
                                       ms(other.total_duration_ns())));
+  if (data_loading > 0)
+    outcome.notes.push_back(fmt::format("{} data-loading kernels (DALI, DataLoader: outside autocast) kept", data_loading));
   if (params.integer("casts") == 0) return outcome;
   if (graph.select(TaskFilter().phase(Phase::forward)).empty()) {
     outcome.notes.push_back("no casts inserted: the graph marks no forward phase");

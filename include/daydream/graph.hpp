@@ -112,6 +112,11 @@ struct Task {
   /// the trace shows no such hold.
   TaskId sm_held_by = kNoTask;
   double sm_let_in = 0.0;
+  /// The CUDA driver lock (docs/simulator.md): a CUDA call that the trace shows blocked while
+  /// another thread's call held the driver (`driver_lock_waits`): that call. A lock is mutual
+  /// exclusion, not an order: the simulator makes this call wait for that call's end only when
+  /// that call's thread reached it first. kNoTask when the trace shows no such wait.
+  TaskId lock_held_by = kNoTask;
   bool blocking = false;             ///< a CPU call that waits for GPU work (sync edges end here)
   bool removed = false;              ///< removed by a transformation: no edges, not simulated
 };

@@ -71,6 +71,7 @@ void hash_tasks(Fnv1a& h, const Graph& graph) {
     h.integer(task.blocking);
     h.integer(task.bytes);
     h.integer(task.sm_held_by);
+    h.integer(task.lock_held_by);
     h.integer(std::bit_cast<std::uint64_t>(task.sm_let_in));
   }
 }

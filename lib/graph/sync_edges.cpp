@@ -12,7 +12,8 @@
 // a call lasts far longer than the trace's usual launch and returns right after some GPU task
 // ends, which freed a slot. It gets an inferred sync edge from that task. A long call that
 // returns right after another thread's long call of the same process waited for the driver that
-// call held (driver_lock_waits): it gets an inferred cross_thread edge from it instead.
+// call held (driver_lock_waits): it is marked as held by that call instead (Task::lock_held_by),
+// a mutual exclusion the simulator applies, not an edge.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -130,15 +131,17 @@ class SyncBuilder {
     return ctx_.graph.units()[a].process == ctx_.graph.units()[b].process;
   }
 
+  // A lock is not an order: the call waits for the holder in the simulation only when the
+  // holder's thread reached its call first (Task::lock_held_by), so no edge.
   void wait_for_lock(TaskId t, TaskId holder) {
     const TaskTimes& call = ctx_.times[t];
-    ctx_.graph.add_edge(holder, t, {EdgeType::cross_thread, Timing::finish_to_start, 0, true});
     Task& task = ctx_.graph.task(t);
+    task.lock_held_by = holder;
     task.blocking = true;
     task.duration_ns = std::max<TimeNs>(0, call.end - std::max(call.start, ctx_.times[holder].end));
     ctx_.count("driver_lock_waits", Severity::info,
                "long CUDA calls that returned right after a long call of another thread of the process (the driver "
-               "serialises them): cross_thread edge from that call",
+               "serialises them): they wait for that call's end in the simulation when its thread reached it first",
                task.source_event);
   }
 

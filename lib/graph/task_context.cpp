@@ -1,11 +1,12 @@
 // Phase and layer rules (docs/formats.md, "Layers"):
 //  - phase: the innermost `daydream.layer:<name>:<phase>` mark decides; otherwise update inside
 //    `Optimizer.step`/`Optimizer.zero_grad`, backward inside anything named *backward* (any case),
-//    `autograd::engine...` or `AccumulateGrad`, unknown inside `enumerate(DataLoader)`, forward
-//    elsewhere inside a `ProfilerStep#N`.
+//    `autograd::engine...` or `AccumulateGrad`, data_loading inside `enumerate(DataLoader)` or a
+//    DALI range (`[DALI]...`), forward elsewhere inside a `ProfilerStep#N`.
 //  - layer: every enclosing range that names a layer, outermost first, joined by '/'.
 #include "graph/task_context.hpp"
 
+#include <array>
 #include <vector>
 
 #include "common/text.hpp"
@@ -14,6 +15,12 @@ namespace daydream {
 namespace {
 
 constexpr std::string_view kMark = "daydream.layer:";
+/// NVIDIA DALI marks its pipeline's work with NVTX ranges named "[DALI][Executor] RunGPU",
+/// "[DALI][GPU op] __Flip_12", ...: data loading, never a layer of the model.
+constexpr std::string_view kDali = "[DALI]";
+/// Annotations of frameworks and libraries: they never name a layer.
+constexpr std::array<std::string_view, 6> kFrameworkRanges = {"ProfilerStep#", "Optimizer.", "enumerate(DataLoader)",
+                                                              "nccl:",         "autograd::", kDali};
 
 std::optional<Phase> phase_named(std::string_view text) {
   if (text == "forward") return Phase::forward;
@@ -32,7 +39,7 @@ std::string_view TaskContext::layer_of(const TraceEvent& e, std::string_view nam
     return rest.substr(0, rest.rfind(':'));  // daydream.layer:<name>:<phase>
   }
   if (e.kind != EventKind::user_annotation) return {};
-  for (std::string_view framework : {"ProfilerStep#", "Optimizer.", "enumerate(DataLoader)", "nccl:", "autograd::"})
+  for (std::string_view framework : kFrameworkRanges)
     if (text::starts_with(name, framework)) return {};
   return name;
 }
@@ -41,7 +48,7 @@ void TaskContext::visit(const TraceEvent& e, std::string_view name) {
   update_ = update_ || text::starts_with(name, "Optimizer.step") || text::starts_with(name, "Optimizer.zero_grad");
   backward_ = backward_ || text::contains_ignore_case(name, "backward") || text::starts_with(name, "autograd::engine") ||
               text::contains(name, "AccumulateGrad");
-  loading_ = loading_ || text::starts_with(name, "enumerate(DataLoader)");
+  loading_ = loading_ || text::starts_with(name, "enumerate(DataLoader)") || text::starts_with(name, kDali);
   in_step_ = in_step_ || text::starts_with(name, "ProfilerStep#");
   if (!marked_phase_ && text::starts_with(name, kMark)) marked_phase_ = phase_named(name.substr(name.rfind(':') + 1));
   if (sequence_ == kNone && e.kind == EventKind::cpu_op && e.sequence_number != kNone) sequence_ = e.sequence_number;

@@ -177,8 +177,11 @@ class Merger {
     task_map_.assign(g.num_tasks(), kNoTask);
     arrival_map_.assign(g.num_tasks(), kNoTask);
     for (TaskId t = 0; t < g.num_tasks(); ++t) copy_task(g, r, t, iteration_base);
-    for (TaskId t = 0; t < g.num_tasks(); ++t)  // holders may come after the tasks they held
-      if (const TaskId holder = g.task(t).sm_held_by; holder != kNoTask) out_.task(task_map_[t]).sm_held_by = task_map_[holder];
+    for (TaskId t = 0; t < g.num_tasks(); ++t) {  // holders may come after the tasks they held
+      Task& task = out_.task(task_map_[t]);
+      if (task.sm_held_by != kNoTask) task.sm_held_by = task_map_[task.sm_held_by];
+      if (task.lock_held_by != kNoTask) task.lock_held_by = task_map_[task.lock_held_by];
+    }
     for (const auto& e : g.edges()) {
       const TaskId to = arrival_map_[e.to] != kNoTask ? arrival_map_[e.to] : task_map_[e.to];
       out_.add_edge(task_map_[e.from], to, e.edge);

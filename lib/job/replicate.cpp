@@ -73,8 +73,11 @@ std::unordered_map<TaskId, TaskId> add_replica(Graph& job, const RankParts& part
     const auto found = task_map.find(t);
     return found == task_map.end() ? t : found->second;  // a barrier stays shared
   };
-  for (const auto& [from, to] : task_map)
-    if (const TaskId holder = job.task(to).sm_held_by; holder != kNoTask) job.task(to).sm_held_by = mapped(holder);
+  for (const auto& [from, to] : task_map) {
+    Task& task = job.task(to);
+    if (task.sm_held_by != kNoTask) task.sm_held_by = mapped(task.sm_held_by);
+    if (task.lock_held_by != kNoTask) task.lock_held_by = mapped(task.lock_held_by);
+  }
   for (const auto& e : parts.edges) job.add_edge(mapped(e.from), mapped(e.to), e.edge);
   for (const auto& [from, to] : iteration_map) {
     Iteration& it = job.iterations()[static_cast<std::size_t>(to)];

@@ -6,11 +6,17 @@
 // stream's kernel filling the GPU waits, when that kernel started first, until it lets the
 // work in at the same share of its simulated duration; the GPU unit stays idle meanwhile and
 // is woken then.
+//
+// The CUDA driver lock (docs/simulator.md): a call the trace shows blocked on another thread's
+// call (Task::lock_held_by) waits for that call's end when that call's thread reached it before
+// this one was dispatched: the lock's owner is whoever came first, as under a what-if it may
+// not be the recorded one.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <queue>
+#include <unordered_map>
 
 #include "daydream/error.hpp"
 #include "daydream/simulate.hpp"
@@ -42,7 +48,35 @@ struct CompiledGraph {
   bool occupancy = false;
   std::vector<TaskId> held_by;  // per task: Task::sm_held_by while that task is live, else kNoTask
   std::vector<double> let_in;   // per task: Task::sm_let_in
+  // The driver lock, filled only when some task has a recorded holder
+  bool locks = false;
+  std::vector<TaskId> lock_holder;  // per task: Task::lock_held_by while that call is live, else kNoTask
+  /// Per task: the task before it on its thread and the delay between them (kNoTask: none), so a
+  /// holder's arrival at its call is known even while the call itself waits for GPU work.
+  std::vector<TaskId> thread_previous;
+  std::vector<TimeNs> thread_gap;
 };
+
+TaskId thread_predecessor(const Graph& graph, TaskId t, TimeNs& gap) {
+  for (const auto& pred : graph.predecessors(t)) {
+    if (pred.edge.type != EdgeType::cpu_sequential || graph.task(pred.task).unit != graph.task(t).unit) continue;
+    gap = pred.edge.delay_ns;
+    return pred.task;
+  }
+  return kNoTask;
+}
+
+void compile_locks(const Graph& graph, CompiledGraph& c) {
+  c.lock_holder.assign(c.duration.size(), kNoTask);
+  c.thread_previous.assign(c.duration.size(), kNoTask);
+  c.thread_gap.assign(c.duration.size(), 0);
+  for (TaskId t = 0; t < c.duration.size(); ++t) {
+    const TaskId holder = graph.task(t).lock_held_by;
+    if (c.removed[t] || holder >= c.duration.size() || c.removed[holder]) continue;
+    c.lock_holder[t] = holder;
+    c.thread_previous[holder] = thread_predecessor(graph, holder, c.thread_gap[holder]);
+  }
+}
 
 void compile_occupancy(const Graph& graph, CompiledGraph& c) {
   c.held_by.assign(c.duration.size(), kNoTask);
@@ -74,8 +108,10 @@ CompiledGraph compile(const Graph& graph, const SchedulePolicy& policy) {
     c.unit[t] = task.unit;
     c.priority[t] = policy.priority(graph, t);
     c.occupancy |= task.sm_held_by != kNoTask && !task.removed;
+    c.locks |= task.lock_held_by != kNoTask && !task.removed;
   }
   if (c.occupancy) compile_occupancy(graph, c);
+  if (c.locks) compile_locks(graph, c);
   c.edges = graph.edge_table();
   for (std::size_t i = 0; i < c.edges->delay_ns.size(); ++i)
     if (c.edges->delay_ns[i] < 0) throw_negative_delay(graph, *c.edges, i);
@@ -118,6 +154,7 @@ class Engine {
     remaining_ = c_.edges->in_degree;
     ready_at_.assign(n_, kUnset);
     if (c_.occupancy) held_since_.assign(n_, kUnset);
+    if (c_.locks) lock_wait_since_.assign(n_, kUnset);
   }
 
   SimulationResult run() {
@@ -183,6 +220,7 @@ class Engine {
   void dispatch(UnitId u, TimeNs now) {
     const TaskId t = queues_[u].top().task;
     if (c_.occupancy && held_by_occupancy(u, t, now)) return;
+    if (c_.locks && held_by_lock(u, t, now)) return;
     queues_[u].pop();
     busy_[u] = 1;
     if (now > ready_at_[t]) {
@@ -191,10 +229,12 @@ class Engine {
     } else if (r_.binding[t] != kNoTask) {
       r_.cause[t] = StartCause::dependency;
     }
-    if (c_.occupancy) count_hold(t, now);
+    if (c_.occupancy) count_wait(held_since_, t, now, c_.held_by[t], r_.occupancy_holds, r_.occupancy_hold_ns);
+    if (c_.locks) count_wait(lock_wait_since_, t, now, c_.lock_holder[t], r_.lock_waits, r_.lock_wait_ns);
     last_on_unit_[u] = t;
     r_.start_ns[t] = now;
     r_.end_ns[t] = now + c_.duration[t];
+    if (c_.locks) wake_lock_waiters(t);
     push(r_.end_ns[t], t, EventType::task_end);
     release_successors(t, now, /*at_start=*/true);
   }
@@ -214,13 +254,47 @@ class Engine {
     return true;
   }
 
-  /// A task the occupancy model held: counted, and bound to the kernel that let it in.
-  void count_hold(TaskId t, TimeNs now) {
-    if (held_since_[t] == kUnset) return;
-    ++r_.occupancy_holds;
-    r_.occupancy_hold_ns += now - held_since_[t];
+  /// A task a model held back since `since[t]` (kUnset: never): counted in (count, total) and
+  /// bound to the task that let it go.
+  void count_wait(const std::vector<TimeNs>& since, TaskId t, TimeNs now, TaskId holder, std::int64_t& count,
+                  TimeNs& total) {
+    if (since[t] == kUnset) return;
+    ++count;
+    total += now - since[t];
     r_.cause[t] = StartCause::dependency;
-    r_.binding[t] = c_.held_by[t];
+    r_.binding[t] = holder;
+  }
+
+  // --- the driver lock ---
+
+  /// Whether call t must wait for the call holding the driver (Task::lock_held_by): that call's
+  /// thread reached it before now and it has not ended. Its unit is woken at that call's end,
+  /// known once that call is dispatched.
+  bool held_by_lock(UnitId u, TaskId t, TimeNs now) {
+    const TaskId holder = c_.lock_holder[t];
+    if (holder == kNoTask || (r_.end_ns[holder] != kUnset && r_.end_ns[holder] <= now)) return false;
+    const TimeNs arrival = holder_arrival(holder);
+    if (arrival == kUnset || arrival >= now) return false;  // this call came first and takes the lock
+    const bool first_wait = lock_wait_since_[t] == kUnset;
+    if (first_wait) lock_wait_since_[t] = now;
+    if (r_.end_ns[holder] != kUnset) push(r_.end_ns[holder], u, EventType::unit_wake);
+    else if (first_wait) lock_waiters_[holder].push_back(u);
+    return true;
+  }
+
+  /// When the holder's thread reached its call: the end of the task before it on its thread
+  /// plus their gap, or the call's own start when it has none; kUnset while not yet known.
+  TimeNs holder_arrival(TaskId holder) const {
+    const TaskId previous = c_.thread_previous[holder];
+    if (previous == kNoTask) return r_.start_ns[holder];
+    return r_.end_ns[previous] == kUnset ? kUnset : r_.end_ns[previous] + c_.thread_gap[holder];
+  }
+
+  void wake_lock_waiters(TaskId holder) {
+    const auto waiting = lock_waiters_.find(holder);
+    if (waiting == lock_waiters_.end()) return;
+    for (UnitId u : waiting->second) push(r_.end_ns[holder], u, EventType::unit_wake);
+    lock_waiters_.erase(waiting);
   }
 
   void release_successors(TaskId t, TimeNs now, bool at_start) {
@@ -284,6 +358,8 @@ class Engine {
   std::vector<TaskId> last_on_unit_;
   std::uint64_t sequence_ = 0;
   std::vector<TimeNs> held_since_;  // per task: when the occupancy model first held it (occupancy only)
+  std::vector<TimeNs> lock_wait_since_;  // per task: when the driver lock first held it (locks only)
+  std::unordered_map<TaskId, std::vector<UnitId>> lock_waiters_;  // holder not yet dispatched -> waiting units
 };
 
 }  // namespace

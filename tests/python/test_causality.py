@@ -17,7 +17,7 @@ SHARED = REPO.parent / "shared"
 DEFAULT_BOUND = (0.02, 0.01)
 KNOWN_MISSES: dict[str, tuple[float, float]] = {}
 # GPU-bound runs (u >= 0.9, no CPU thread above 40% busy) that must predict at least 1.7x; the
-# sc21 4-GPU runs miss it (1.63x, 1.66x): under the what-if their critical path runs through DALI's
+# sc21 4-GPU runs miss it (1.66x, 1.68x): under the what-if their critical path runs through DALI's
 # per-batch chain that a faster GPU does not shorten (8.9 ms of file reading on a DALI thread, then
 # ~5.5 ms of host-to-device copies over PCIe), see docs/validation.md.
 GPU_BOUND_MISSES = {"pairs/nersc-sc21-unet-a100/4gpu_baseline.sqlite.gz",

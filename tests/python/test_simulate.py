@@ -185,6 +185,28 @@ def test_changes_wait_for_running_simulations(example_trace):
     assert g.simulate().total_ns == baseline
 
 
+def test_driver_lock_is_mutual_exclusion_not_an_order(tmp_path):
+    """Thread 2 prepares for 10 us, then holds the driver in a 190 us pageable copy call; thread
+    1's device-to-device copy call blocks on it and returns 5 us after (docs/simulator.md, "The CUDA
+    driver lock"). Make thread 2 prepare for 30 us and thread 1 gets the driver first."""
+    from kineto_builder import KinetoJson
+    t = KinetoJson()
+    t.cpu_op("prepare", 0, 10, tid=2)
+    t.runtime("cudaMemcpyAsync", 10, 190, 1, tid=2).memcpy("Memcpy HtoD (Pageable -> Device)", 199, 2, 1, stream=20)
+    t.runtime("cudaLaunchKernel", 2, 2, 4).kernel("k0", 5, 1, 4)
+    t.runtime("cudaLaunchKernel", 6, 2, 5).kernel("k1", 9, 1, 5)
+    t.runtime("cudaLaunchKernel", 10, 2, 2).kernel("k", 14, 20, 2)
+    t.runtime("cudaMemcpyAsync", 20, 185, 3).memcpy("Memcpy DtoD (Device -> Device)", 206, 30, 3)
+    g = daydream.load(str(t.write(tmp_path / "lock.json")))
+    holder, blocked = [c for c in g.select(name="^cudaMemcpyAsync$")]
+    assert blocked.lock_held_by == holder and holder.lock_held_by is None
+    r = g.simulate()
+    assert r.end_ns(blocked) == 205_000 and r.lock_waits == 1 and r.lock_wait_ms == pytest.approx(0.18)
+    next(iter(g.select(name="^prepare$"))).duration_ns = 30_000
+    r = g.simulate()
+    assert r.end_ns(blocked) == 25_000 and r.lock_waits == 0
+
+
 def test_gpu_occupancy_holds_move_with_the_filling_kernel(tmp_path):
     """A kernel launched onto an idle stream while a 10-wave kernel fills the GPU gets in 880 us
     into it (docs/simulator.md, "GPU occupancy"); halve that kernel and it gets in at 440 us."""

@@ -359,11 +359,13 @@ TEST_CASE("a short event sync is not resolved by timing", "[graph]") {
 }
 
 TEST_CASE("an async device-to-device copy call blocked by another thread's staging call waits for it", "[graph]") {
-  // Thread 2 stages a pageable copy for 200 us, holding the driver; thread 1's device-to-device
-  // copy call blocks meanwhile and returns 5 us after it (driver_lock_waits). The short launches
-  // set the median launch call (2 us) that makes both calls long.
+  // Thread 2 prepares (0-10 us), then stages a pageable copy until 200 us, holding the driver;
+  // thread 1's device-to-device copy call blocks meanwhile and returns 5 us after it
+  // (driver_lock_waits). The short launches set the median launch call (2 us) that makes both
+  // calls long.
   Graph g = test::graph_of(test::KinetoJson()
-                               .runtime("cudaMemcpyAsync", 0, 200, 1, 2)
+                               .cpu_op("prepare", 0, 10, 2)
+                               .runtime("cudaMemcpyAsync", 10, 190, 1, 2)
                                .memcpy("Memcpy HtoD (Pageable -> Device)", 199, 2, 1, 20)
                                .runtime("cudaLaunchKernel", 2, 2, 4)
                                .kernel("k0", 5, 1, 4)
@@ -375,13 +377,28 @@ TEST_CASE("an async device-to-device copy call blocked by another thread's stagi
                                .memcpy("Memcpy DtoD (Device -> Device)", 206, 30, 3)
                                .str());
   const TaskId holder = task_named(g, "cudaMemcpyAsync"), blocked = task_named(g, "cudaMemcpyAsync", 1);
-  const auto edge = edge_between(g, holder, blocked);
-  REQUIRE(edge);
-  CHECK(edge->type == EdgeType::cross_thread);
+  CHECK(g.task(blocked).lock_held_by == holder);
+  CHECK_FALSE(edge_between(g, holder, blocked));  // a lock, not an order
   CHECK(g.task(blocked).duration_ns == 5 * us);
   CHECK(g.report().get("driver_lock_waits") == 1);
   const TaskId copy = task_named(g, "Memcpy DtoD (Device -> Device)");
-  CHECK(simulate(g).start_ns[copy] >= 200 * us);  // the copy is queued only once the call got the driver
+  auto r = simulate(g);
+  CHECK(r.end_ns[blocked] == 205 * us);
+  CHECK(r.binding[blocked] == holder);
+  CHECK(r.lock_waits == 1);
+  CHECK(r.lock_wait_ns == 180 * us);
+  CHECK(r.start_ns[copy] >= 200 * us);  // the copy is queued only once the call got the driver
+
+  SECTION("a holder that comes later under a what-if does not hold the call back") {
+    g.task(task_named(g, "prepare")).duration_ns = 30 * us;  // thread 2 reaches its call at 30 us
+    r = simulate(g);
+    CHECK(r.end_ns[blocked] == 25 * us);
+    CHECK(r.lock_waits == 0);
+  }
+  SECTION("a shorter hold releases the call earlier") {
+    g.task(holder).duration_ns = 90 * us;
+    CHECK(simulate(g).end_ns[blocked] == 105 * us);
+  }
 }
 
 TEST_CASE("a pageable copy call that returned right after an earlier pageable copy waited for it", "[graph]") {

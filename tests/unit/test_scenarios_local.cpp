@@ -338,6 +338,30 @@ std::string conv_add_linear() {
 
 }  // namespace
 
+TEST_CASE("a data pipeline's kernels are data loading, outside autocast: amp keeps them", "[scenario][local]") {
+  // DALI's executor thread (tid 2) launches a flip kernel inside its NVTX ranges; the training
+  // loop (tid 1) launches an elementwise kernel of the model.
+  Graph g = test::graph_of(KinetoJson()
+                               .annotation("ProfilerStep#0", 0, 100)
+                               .cpu_op("aten::add", 10, 20)
+                               .runtime("cudaLaunchKernel", 15, 5, 1)
+                               .kernel("void at::native::vectorized_elementwise_kernel<4>(int)", 30, 40, 1)
+                               .annotation("[DALI][Executor] RunGPU", 5, 30, 2)
+                               .annotation("[DALI][GPU op] __Flip_12", 6, 20, 2)
+                               .runtime("cudaLaunchKernel", 10, 5, 2, 2)
+                               .kernel("void dali::kernels::FlipKernel<float>(int)", 20, 30, 2, 9)
+                               .str());
+  const TaskId flip = task_named(g, "void dali::kernels::FlipKernel<float>(int)");
+  const TaskId add = task_named(g, "void at::native::vectorized_elementwise_kernel<4>(int)");
+  CHECK(g.task(flip).phase == Phase::data_loading);
+  CHECK(g.task(flip).layer == 0);  // DALI's ranges name no layer of the model
+  CHECK(g.task(add).phase == Phase::forward);
+  const auto out = apply(g, "amp:casts=0");
+  CHECK(g.task(flip).duration_ns == 30 * us);
+  CHECK(g.task(add).duration_ns == 20 * us);
+  CHECK_THAT(all_notes(out), Catch::Contains("1 data-loading kernels (DALI, DataLoader: outside autocast) kept"));
+}
+
 TEST_CASE("amp scales tensor-core and other kernels and casts each forward operator's weights", "[scenario][local]") {
   const Graph base = test::graph_of(conv_add_linear());
   const TaskId conv = task_named(base, "volta_scudnn_128x64_relu_interior_nn_v1");

@@ -109,6 +109,12 @@ void init_graph(py::module_& m) {
              return py::cast(TaskRef{r.box, holder});
            }, "The kernel of another stream that filled the GPU and held this task back in the trace (the "
               "occupancy model makes the task wait for it), or None.")
+      .def_property_readonly("lock_held_by", [](const TaskRef& r) -> py::object {
+             const TaskId holder = r.task().lock_held_by;
+             if (holder == kNoTask) return py::none();
+             return py::cast(TaskRef{r.box, holder});
+           }, "The CUDA call of another thread that held the driver while this call blocked in the trace (the "
+              "simulator makes the call wait for it when that call's thread reached it first), or None.")
       .def_property_readonly("graph", [](const TaskRef& r) { return r.box; }, "The graph holding this task.")
       .def("__repr__", &task_repr, "The id, kind, name, unit and duration.")
       .def("__eq__", [](const TaskRef& a, py::object b) {

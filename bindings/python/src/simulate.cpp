@@ -173,6 +173,11 @@ void init_simulate(py::module_& m) {
       .def_property_readonly("occupancy_hold_ms", [](const ResultData& r) {
              return static_cast<double>(r.result.occupancy_hold_ns) / 1e6;
            }, "Total time those tasks waited, in ms.")
+      .def_property_readonly("lock_waits", [](const ResultData& r) { return r.result.lock_waits; },
+                             "CUDA calls that waited for another thread's call holding the driver lock.")
+      .def_property_readonly("lock_wait_ms", [](const ResultData& r) {
+             return static_cast<double>(r.result.lock_wait_ns) / 1e6;
+           }, "Total time those calls waited, in ms.")
       .def("start_ns", [](const ResultData& r, py::object task) { return time_of(r, task, false); }, py::arg("task"),
            "Predicted start of a task (Task or id), in ns from the graph origin; None for a removed task.")
       .def("end_ns", [](const ResultData& r, py::object task) { return time_of(r, task, true); }, py::arg("task"),
