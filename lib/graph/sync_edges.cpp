@@ -53,6 +53,7 @@ class SyncBuilder {
  public:
   explicit SyncBuilder(BuildContext& ctx) : ctx_(ctx) {
     index_streams();
+    index_launches();
     index_gpu_ends();
     index_long_calls();
     index_event_records();
@@ -87,7 +88,7 @@ class SyncBuilder {
     for (TaskId t = 0; t < ctx_.graph.num_tasks(); ++t) {
       const Task& task = ctx_.graph.task(t);
       if (ctx_.graph.units()[task.unit].kind == UnitKind::gpu_stream) gpu_ends_.emplace_back(ctx_.times[t].end, t);
-      if (task.kind == TaskKind::runtime && launched_unit(t) != BuildContext::kNoUnit)
+      if (launched_unit_[t] != BuildContext::kNoUnit)
         launch_durations.push_back(ctx_.times[t].end - ctx_.times[t].start);
     }
     std::sort(gpu_ends_.begin(), gpu_ends_.end());
@@ -201,18 +202,25 @@ class SyncBuilder {
     return records.empty() ? nullptr : &ctx_.event(records.front());
   }
 
-  UnitId launched_unit(TaskId api_task) const {
-    const auto gpu = ctx_.lookup(ctx_.gpu_by_correlation, ctx_.graph.task(api_task).correlation);
-    for (std::uint32_t p : gpu)
-      if (ctx_.event_task[p] != kNoTask) return ctx_.graph.task(ctx_.event_task[p]).unit;
-    return BuildContext::kNoUnit;
+  // Per task, the stream a CUDA call launched to (its first GPU record's), else kNoUnit; the
+  // rules below ask it of every call several times.
+  void index_launches() {
+    launched_unit_.assign(ctx_.graph.num_tasks(), BuildContext::kNoUnit);
+    for (TaskId t = 0; t < ctx_.graph.num_tasks(); ++t) {
+      if (ctx_.graph.task(t).kind != TaskKind::runtime) continue;
+      for (std::uint32_t p : ctx_.lookup(ctx_.gpu_by_correlation, ctx_.graph.task(t).correlation)) {
+        if (ctx_.event_task[p] == kNoTask) continue;
+        launched_unit_[t] = ctx_.graph.task(ctx_.event_task[p]).unit;
+        break;
+      }
+    }
   }
 
   void walk_thread(const std::vector<TaskId>& tasks) {
     // The stream each task launched to (kNoUnit when none), and the next launch's from each index.
-    std::vector<UnitId> launched(tasks.size(), BuildContext::kNoUnit), next_launch(tasks.size() + 1, BuildContext::kNoUnit);
+    std::vector<UnitId> launched(tasks.size()), next_launch(tasks.size() + 1, BuildContext::kNoUnit);
     for (std::size_t i = tasks.size(); i-- > 0;) {
-      if (ctx_.graph.task(tasks[i]).kind == TaskKind::runtime) launched[i] = launched_unit(tasks[i]);
+      launched[i] = launched_unit_[tasks[i]];
       next_launch[i] = launched[i] != BuildContext::kNoUnit ? launched[i] : next_launch[i + 1];
     }
     UnitId last_launch = BuildContext::kNoUnit;
@@ -413,7 +421,7 @@ class SyncBuilder {
       UnitId last_launch = BuildContext::kNoUnit;
       for (TaskId t : ctx_.unit_tasks[u]) {
         if (ctx_.graph.task(t).kind != TaskKind::runtime) continue;
-        if (const UnitId launched = launched_unit(t); launched != BuildContext::kNoUnit) last_launch = launched;
+        if (launched_unit_[t] != BuildContext::kNoUnit) last_launch = launched_unit_[t];
         if (last_launch == BuildContext::kNoUnit || api_role(ctx_.graph.name(t)) != ApiRole::event_record) continue;
         const TaskId marked = last_launched_before(last_launch, ctx_.times[t].start);
         if (marked == kNoTask) continue;
@@ -553,6 +561,7 @@ class SyncBuilder {
   std::vector<TimeNs> last_launch_on_;  // per unit: this thread's latest launch call to it
   EndIndex gpu_ends_;       // (recorded end, task), sorted
   EndIndex long_call_ends_;  // (recorded end, runtime task), sorted
+  std::vector<UnitId> launched_unit_;    // per task: the stream a CUDA call launched to, else kNoUnit
   std::vector<TimeNs> first_record_at_;  // per task; empty when the trace has no cudaEventRecord
   TimeNs median_launch_ns_ = 0;
 };
