@@ -340,13 +340,19 @@ class SyncBuilder {
   }
 
   // The copy's launch edge measured its start from the call's start (staging inside the call);
-  // once the call's wait is an edge, the copy starts after the call instead.
+  // once the call's wait is an edge, the copy starts after the call instead. Its delay is only
+  // the part of its recorded start that neither the call's return nor its stream explains: a
+  // copy queued behind a kernel of its stream waits for that kernel through the stream's edge.
   void queue_copy_at_return(TaskId call, TaskId copy) {
+    TimeNs ready = ctx_.times[call].end;
+    for (const auto& pred : ctx_.graph.predecessors(copy))
+      if (pred.edge.type == EdgeType::gpu_sequential)
+        ready = std::max(ready, ctx_.times[pred.task].end + pred.edge.delay_ns);
     for (const auto& pred : ctx_.graph.predecessors(copy)) {
       if (pred.task != call || pred.edge.type != EdgeType::launch) continue;
       Edge& launch = ctx_.graph.edge(call, copy);
       launch.timing = Timing::finish_to_start;
-      launch.delay_ns = std::max<TimeNs>(0, ctx_.times[copy].start - ctx_.times[call].end);
+      launch.delay_ns = std::max<TimeNs>(0, ctx_.times[copy].start - ready);
     }
   }
 

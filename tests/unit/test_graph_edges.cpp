@@ -430,3 +430,28 @@ TEST_CASE("a pageable copy call that returned right after an earlier pageable co
   CHECK(r.end_ns[call] == 112 * us);
   CHECK(r.start_ns[second] == 115 * us);
 }
+
+TEST_CASE("a staged pageable copy queued behind a kernel of its stream waits for that kernel, not a fixed delay",
+          "[graph]") {
+  // As above, but copy 2 goes to stream 30, where kernel k2 runs until 400 us: it starts 2 us
+  // after k2, long after its call returned (212 us). That wait is k2's, through the stream; the
+  // launch edge from the call's return keeps only what neither explains (nothing here).
+  Graph g = test::graph_of(test::KinetoJson()
+                               .runtime("cudaLaunchKernel", 0, 3, 1)
+                               .kernel("k", 4, 195, 1, 20)
+                               .runtime("cudaLaunchKernel", 3, 1, 4)
+                               .kernel("k2", 150, 250, 4, 30)
+                               .runtime("cudaMemcpyAsync", 4, 4, 2)
+                               .memcpy("Memcpy HtoD (Pageable -> Device)", 200, 10, 2, 20)
+                               .runtime("cudaMemcpyAsync", 10, 202, 3)
+                               .memcpy("Memcpy HtoD (Pageable -> Device)", 402, 2, 3, 30)
+                               .str());
+  const TaskId call = task_named(g, "cudaMemcpyAsync", 1);
+  const TaskId second = task_named(g, "Memcpy HtoD (Pageable -> Device)", 1);
+  REQUIRE(g.report().get("pageable_copy_staging_waits") == 1);
+  CHECK(edge_between(g, call, second)->timing == Timing::finish_to_start);
+  CHECK(edge_between(g, call, second)->delay_ns == 0);
+  CHECK(simulate(g).start_ns[second] == 402 * us);
+  g.task(task_named(g, "k2")).duration_ns = 150 * us;  // k2 ends at 300 us
+  CHECK(simulate(g).start_ns[second] == 302 * us);
+}
