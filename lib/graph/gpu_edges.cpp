@@ -68,31 +68,6 @@ bool waited_between(const std::vector<TimeNs>& waits, TimeNs after, TimeNs until
   return it != waits.end() && *it <= until;
 }
 
-/// Per device, the recorded busy stretches of its GPU (the union over streams), by start.
-using BusyIndex = std::map<std::int64_t, std::vector<std::pair<TimeNs, TimeNs>>>;
-
-BusyIndex device_busy(const BuildContext& ctx) {
-  BusyIndex busy;
-  for (const TraceEvent& e : ctx.trace.events)
-    if (is_gpu_activity(e.kind)) busy[ctx.trace.lanes[e.lane].process].emplace_back(ctx.rel(e.start_ns), ctx.rel(e.end_ns()));
-  for (auto& [device, spans] : busy) {
-    std::sort(spans.begin(), spans.end());
-    std::vector<std::pair<TimeNs, TimeNs>> merged;
-    for (const auto& s : spans) {
-      if (!merged.empty() && s.first <= merged.back().second) merged.back().second = std::max(merged.back().second, s.second);
-      else merged.push_back(s);
-    }
-    spans = std::move(merged);
-  }
-  return busy;
-}
-
-/// Whether the device ran anything in (from, to).
-bool busy_between(const std::vector<std::pair<TimeNs, TimeNs>>& spans, TimeNs from, TimeNs to) {
-  auto it = std::upper_bound(spans.begin(), spans.end(), from, [](TimeNs t, const auto& s) { return t < s.second; });
-  return it != spans.end() && it->first < to;
-}
-
 }  // namespace
 
 namespace {
@@ -182,8 +157,8 @@ class StreamBuilder {
   /// A held task and the event position of the filling kernel that held it.
   using Holds = std::vector<std::pair<TaskId, std::uint32_t>>;
 
-  StreamBuilder(BuildContext& ctx, UnitId unit, const BusyIndex& busy, const DeviceTimelines& timelines, Holds& holds)
-      : ctx_(ctx), unit_(unit), busy_(busy), timelines_(timelines), holds_(holds) {}
+  StreamBuilder(BuildContext& ctx, UnitId unit, const DeviceTimelines& timelines, Holds& holds)
+      : ctx_(ctx), unit_(unit), timelines_(timelines), holds_(holds) {}
 
   void run(const std::vector<std::uint32_t>& positions) {
     for (std::uint32_t p : positions) add(p);
@@ -313,8 +288,7 @@ class StreamBuilder {
     const TimeNs start = ctx_.rel(e.start_ns);
     if (start - launch_ready <= ctx_.options.thread_idle_ns) return -1;
     if (previous_ != kNoTask && ctx_.times[previous_].end > launch_ready) return -1;
-    const auto device = busy_.find(ctx_.trace.lanes[e.lane].process);
-    if (device == busy_.end() || busy_between(device->second, launch_ready, start)) return -1;
+    if (timelines_.device_busy_between(e.lane, launch_ready + ctx_.origin, e.start_ns)) return -1;
     ctx_.graph.report().count_time("gpu_holds_unexplained", Severity::info,
                                    "GPU tasks that started long after their launch while the whole device was idle "
                                    "(nothing in the trace held them): the recorded launch delay is kept",
@@ -324,7 +298,6 @@ class StreamBuilder {
 
   BuildContext& ctx_;
   UnitId unit_;
-  const BusyIndex& busy_;
   const DeviceTimelines& timelines_;
   Holds& holds_;
   TaskId previous_ = kNoTask;
@@ -384,11 +357,10 @@ void build_gpu_tasks(BuildContext& ctx) {
   count_lost_gpu_records(ctx);
   const DeviceTimelines timelines(ctx);
   const auto& by_lane = timelines.by_lane();
-  const BusyIndex busy = device_busy(ctx);
   StreamBuilder::Holds holds;
   for (std::uint32_t lane = 0; lane < by_lane.size(); ++lane) {
     if (!by_lane[lane].empty())
-      StreamBuilder(ctx, ctx.unit_for_lane(lane, UnitKind::gpu_stream), busy, timelines, holds).run(by_lane[lane]);
+      StreamBuilder(ctx, ctx.unit_for_lane(lane, UnitKind::gpu_stream), timelines, holds).run(by_lane[lane]);
   }
   link_holds(ctx, holds, timelines);
   ctx.launched_by.resize(ctx.graph.num_tasks(), kNoTask);

@@ -38,6 +38,7 @@ DeviceTimelines::DeviceTimelines(const BuildContext& ctx)
     use_[i].fills = launch.blocks >= wave;
     modelled_[device] = true;
   }
+  index_device_busy();
   std::map<std::int64_t, std::vector<std::uint32_t>> device_lanes;
   for (std::uint32_t l = 0; l < by_lane_.size(); ++l) {
     auto& positions = by_lane_[l];
@@ -52,6 +53,29 @@ DeviceTimelines::DeviceTimelines(const BuildContext& ctx)
     for (std::uint32_t l : lanes)
       for (std::uint32_t other : lanes)
         if (other != l) others_[l].push_back(other);
+}
+
+void DeviceTimelines::index_device_busy() {
+  const Trace& trace = ctx_.trace;
+  for (const TraceEvent& e : trace.events)
+    if (is_gpu_activity(e.kind)) busy_[trace.lanes[e.lane].process].emplace_back(e.start_ns, e.end_ns());
+  for (auto& [device, spans] : busy_) {
+    std::sort(spans.begin(), spans.end());
+    std::vector<std::pair<TimeNs, TimeNs>> merged;
+    for (const auto& s : spans) {
+      if (!merged.empty() && s.first <= merged.back().second) merged.back().second = std::max(merged.back().second, s.second);
+      else merged.push_back(s);
+    }
+    spans = std::move(merged);
+  }
+}
+
+bool DeviceTimelines::device_busy_between(std::uint32_t lane, TimeNs from, TimeNs to) const {
+  const auto device = busy_.find(ctx_.trace.lanes[lane].process);
+  if (device == busy_.end()) return false;
+  const auto& spans = device->second;
+  const auto it = std::upper_bound(spans.begin(), spans.end(), from, [](TimeNs t, const auto& s) { return t < s.second; });
+  return it != spans.end() && it->first < to;
 }
 
 bool DeviceTimelines::modelled(std::uint32_t lane) const {

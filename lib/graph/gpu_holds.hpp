@@ -42,9 +42,12 @@ class DeviceTimelines {
   /// task may first have waited for another stream (an event). The event position, or nullopt.
   std::optional<std::uint32_t> holder(std::uint32_t lane, TimeNs ready, TimeNs start) const;
   static constexpr double kTailWaves = 3.0;
+  /// Whether any stream of this lane's device ran something in (from, to) (absolute trace times).
+  bool device_busy_between(std::uint32_t lane, TimeNs from, TimeNs to) const;
 
  private:
   bool may_hold(std::uint32_t position, TimeNs ready, TimeNs start, bool model) const;
+  void index_device_busy();
 
   const BuildContext& ctx_;
   std::vector<std::vector<std::uint32_t>> by_lane_;
@@ -52,6 +55,8 @@ class DeviceTimelines {
   std::vector<std::vector<std::uint32_t>> others_;   // per lane: the other GPU lanes of its device
   std::vector<SmUse> use_;                           // per event position (GPU activities)
   std::map<std::int64_t, bool> modelled_;            // device -> the occupancy model applies
+  // device -> its recorded busy stretches (the union over its streams), by start
+  std::map<std::int64_t, std::vector<std::pair<TimeNs, TimeNs>>> busy_;
 };
 
 }  // namespace daydream
