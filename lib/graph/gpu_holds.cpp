@@ -21,10 +21,11 @@ DeviceTimelines::DeviceTimelines(const BuildContext& ctx)
   for (std::uint32_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
     if (!is_gpu_activity(e.kind)) continue;
+    const std::int64_t device = trace.lanes[e.lane].process;
     by_lane_[e.lane].push_back(i);
+    busy_[device].emplace_back(e.start_ns, e.end_ns());
     if (!runs_on_sms(trace, e)) continue;
     use_[i].on_sms = true;
-    const std::int64_t device = trace.lanes[e.lane].process;
     auto [gpu, inserted] = resources.try_emplace(device);
     if (inserted) {
       gpu->second = resources_of(trace.metadata.gpus, device);
@@ -38,7 +39,7 @@ DeviceTimelines::DeviceTimelines(const BuildContext& ctx)
     use_[i].fills = launch.blocks >= wave;
     modelled_[device] = true;
   }
-  index_device_busy();
+  merge_device_busy();
   std::map<std::int64_t, std::vector<std::uint32_t>> device_lanes;
   for (std::uint32_t l = 0; l < by_lane_.size(); ++l) {
     auto& positions = by_lane_[l];
@@ -55,10 +56,8 @@ DeviceTimelines::DeviceTimelines(const BuildContext& ctx)
         if (other != l) others_[l].push_back(other);
 }
 
-void DeviceTimelines::index_device_busy() {
-  const Trace& trace = ctx_.trace;
-  for (const TraceEvent& e : trace.events)
-    if (is_gpu_activity(e.kind)) busy_[trace.lanes[e.lane].process].emplace_back(e.start_ns, e.end_ns());
+// Each device's GPU activities, collected in the constructor's pass, become their union.
+void DeviceTimelines::merge_device_busy() {
   for (auto& [device, spans] : busy_) {
     std::sort(spans.begin(), spans.end());
     std::vector<std::pair<TimeNs, TimeNs>> merged;

@@ -47,7 +47,7 @@ class DeviceTimelines {
 
  private:
   bool may_hold(std::uint32_t position, TimeNs ready, TimeNs start, bool model) const;
-  void index_device_busy();
+  void merge_device_busy();
 
   const BuildContext& ctx_;
   std::vector<std::vector<std::uint32_t>> by_lane_;
