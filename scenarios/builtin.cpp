@@ -1,6 +1,8 @@
 #include "builtin.hpp"
 
-namespace daydream::scenarios {
+namespace daydream {
+
+namespace scenarios {
 
 std::vector<Scenario> builtin() {
   return {amp(),        faster_gpu(),     faster_network(), channels_last(), pinned_memory(),     fused_adam(),
@@ -8,4 +10,15 @@ std::vector<Scenario> builtin() {
           network(),     rank_speed(),     scale_out()};
 }
 
-}  // namespace daydream::scenarios
+}  // namespace scenarios
+
+const ScenarioRegistry& builtin_scenarios() {
+  static const ScenarioRegistry registry = [] {  // built once, then only read: thread-safe
+    ScenarioRegistry r;
+    for (auto& s : scenarios::builtin()) r.add(std::move(s));
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace daydream

@@ -497,9 +497,9 @@ std::string sizes_from_file(std::vector<BackwardPass>& passes, const ScenarioPar
     if (n == 0) continue;
     if (n != counts.size())
       throw Error(
-          fmt::format("{}: param_file '{}' lists {} parameters but the backward pass of iteration {} has {} "
+          fmt::format("param_file '{}' lists {} parameters but the backward pass of iteration {} has {} "
                       "AccumulateGrad ranges",
-                      scenario, path, counts.size(), pass.iteration, n));
+                      path, counts.size(), pass.iteration, n));
     for (std::size_t i = 0; i < n; ++i)  // gradients become ready in reverse forward order
       pass.gradients[i].bytes = std::llround(static_cast<double>(counts[n - 1 - i]) * per_param);
   }
@@ -537,9 +537,8 @@ std::string assign_sizes(const Graph& graph, std::vector<BackwardPass>& passes, 
   });
   if (!recorded)
     throw Error(
-        fmt::format("{}: the trace records no gradient sizes; give param_file (a JSON file of per-parameter "
-                    "counts) or params (the total parameter count, e.g. params=25.6e6 for ResNet-50)",
-                    scenario));
+        "the trace records no gradient sizes; give param_file (a JSON file of per-parameter counts) or params "
+        "(the total parameter count, e.g. params=25.6e6 for ResNet-50)");
   for (BackwardPass& pass : passes)
     if (!pass.gradients.empty()) proxies.insert(spread_over_pass(graph, pass, pass.recorded_allreduce_bytes));
   return fmt::format(

@@ -259,10 +259,10 @@ std::vector<RangeWindow> regions_of(const Graph& graph, const std::string& regio
   try {
     windows = range_windows(graph, region);
   } catch (const Error& e) {
-    throw Error(fmt::format("scenario 'cuda_graphs': parameter 'region': {}", e.what()));
+    throw Error(fmt::format("parameter 'region': {}", e.what()));
   }
   if (windows.empty())
-    throw Error(fmt::format("scenario 'cuda_graphs': no CPU range of the trace matches region '{}' (the default "
+    throw Error(fmt::format("no CPU range of the trace matches region '{}' (the default "
                             "'ProfilerStep#' needs a trace recorded with profiler.step() calls)",
                             region));
   return windows;
@@ -291,7 +291,7 @@ ScenarioOutcome apply_cuda_graphs(Graph& graph, const ScenarioParams& params) {
       if (auto captured = capture(graph, piece, launch_ns, tally)) graphs.push_back(std::move(*captured));
   }
   if (graphs.empty())
-    throw Error(fmt::format("scenario 'cuda_graphs': the {} occurrences of region '{}' launch no GPU work to capture",
+    throw Error(fmt::format("the {} occurrences of region '{}' launch no GPU work to capture",
                             windows.size(), region));
   throttle(graph, graphs, static_cast<std::size_t>(params.integer("in_flight")));
   return {nullptr, {describe(tally, region, launch_ns)}};

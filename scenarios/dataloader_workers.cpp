@@ -39,18 +39,18 @@ bool loads_in_workers(const Graph& graph, const std::vector<BatchLoad>& loads) {
 void require_visible_loading(const Graph& graph, const std::vector<BatchLoad>& loads, const ScenarioParams& params) {
   if (params.integer("recorded") > 0) {
     if (!loads.empty() && !loads_in_workers(graph, loads))
-      throw Error(fmt::format("dataloader_workers: {}: the trace's DataLoader loads on the main thread ('{}'): "
+      throw Error(fmt::format("{}: the trace's DataLoader loads on the main thread ('{}'): "
                               "recorded must be 0",
                               graph.source_path, graph.string(loads.front().range.name)));
     return;
   }
   if (loads.empty())
-    throw Error(fmt::format("dataloader_workers: {}: no '{}' ranges in the trace; the scenario needs the DataLoader's "
+    throw Error(fmt::format("{}: no '{}' ranges in the trace; the scenario needs the DataLoader's "
                             "__next__ recorded by the profiler, or, for a trace recorded with worker processes, their "
                             "number as recorded=<k> (the waits before each step then show the load time)",
                             graph.source_path, kLoaderRange));
   if (loads_in_workers(graph, loads) && !params.given("load"))
-    throw Error(fmt::format("dataloader_workers: {}: the trace's DataLoader already uses worker processes ('{}'): "
+    throw Error(fmt::format("{}: the trace's DataLoader already uses worker processes ('{}'): "
                             "give their number as recorded=<k> (the load time is then inferred from the waits), or "
                             "the time to load a batch as load=<duration>",
                             graph.source_path, graph.string(loads.front().range.name)));
@@ -126,7 +126,7 @@ RecordedRun read_recorded_run(const Graph& graph, std::vector<BatchLoad> loads, 
   run.takes = run.loads.empty() ? takes_before_steps(graph) : takes_in_ranges(run.loads);
   const std::size_t recorded = run.recorded;
   if (run.takes.size() <= recorded)
-    throw Error(fmt::format("dataloader_workers: {}: {} batches (steps) in the trace, recorded={}: the load time of "
+    throw Error(fmt::format("{}: {} batches (steps) in the trace, recorded={}: the load time of "
                             "a worker shows only across more than {} batches",
                             graph.source_path, run.takes.size(), recorded, recorded));
   run.estimate = estimate_loads(run.takes, recorded);

@@ -78,7 +78,7 @@ TracedSizes traced_sizes(const Graph& graph, const TraceCollectives& collectives
 void recost_traced(Graph& graph, const TracedSizes& sizes, const RingCost& cost, std::vector<std::string>& notes) {
   if (sizes.bytes.empty())
     throw Error(
-        fmt::format("ddp: the trace's {} all-reduce tasks record no message size (record_param_comms 'In msg "
+        fmt::format("the trace's {} all-reduce tasks record no message size (record_param_comms 'In msg "
                     "nelems' and dtype); give params or param_file to re-cost them for another cluster",
                     sizes.unsized));
   for (const auto& [task, bytes] : sizes.bytes) TaskSet(graph, {task}).set_duration(cost.allreduce_ns(bytes));
@@ -173,7 +173,7 @@ std::vector<Gradient> traced_buckets(const TracedPass& pass, const std::map<Task
     const auto size = bytes.find(t);
     if (size == bytes.end())
       throw Error(
-          "ddp: re-bucketing needs the size of every traced all-reduce, and the trace records none "
+          "re-bucketing needs the size of every traced all-reduce, and the trace records none "
           "(record_param_comms 'In msg nelems' and dtype; Nsight traces have no such record): give params "
           "(the model's parameter count, e.g. params=25.6e6) or param_file");
     Gradient g;
@@ -295,7 +295,7 @@ std::vector<BackwardPass> backward_passes(const Graph& graph, const TraceCollect
   auto passes = find_backward_passes(graph, collectives);
   if (passes.empty())
     throw Error(
-        "ddp: the trace shows no backward pass: no AccumulateGrad range (torch::autograd::AccumulateGrad) "
+        "the trace shows no backward pass: no AccumulateGrad range (torch::autograd::AccumulateGrad) "
         "tells when gradients become ready, and no all_reduce is recorded");
   return passes;
 }

@@ -33,7 +33,7 @@ std::vector<TaskKind> gpu_kinds(std::string_view word) {
   if (word == "all") return {TaskKind::kernel, TaskKind::memcpy, TaskKind::memset};
   for (const auto& [name, kind] : single)
     if (word == name) return {kind};
-  throw Error(fmt::format("scenario 'faster_gpu': parameter 'kind' = '{}' is not a GPU task kind (valid: kernel, "
+  throw Error(fmt::format("parameter 'kind' = '{}' is not a GPU task kind (valid: kernel, "
                           "memcpy, memset, all)",
                           word));
 }
@@ -64,7 +64,7 @@ ScenarioOutcome apply_network_bandwidth(Graph& graph, double bytes_per_s) {
     ++sized;
   }
   if (sized == 0)
-    throw Error(fmt::format("scenario 'faster_network': parameter 'bandwidth' needs communication tasks with a known size "
+    throw Error(fmt::format("parameter 'bandwidth' needs communication tasks with a known size "
                             "(bytes), and none of the trace's {} has one; use 'factor' instead",
                             comms.size()));
   ScenarioOutcome outcome;
@@ -76,7 +76,7 @@ ScenarioOutcome apply_network_bandwidth(Graph& graph, double bytes_per_s) {
 
 ScenarioOutcome apply_faster_network(Graph& graph, const ScenarioParams& params) {
   if (params.given("bandwidth") && params.given("factor"))
-    throw Error("scenario 'faster_network': give either 'factor' or 'bandwidth', not both");
+    throw Error("give either 'factor' or 'bandwidth', not both");
   if (params.given("bandwidth")) return apply_network_bandwidth(graph, params.number("bandwidth"));
   const double factor = params.number("factor");
   auto comms = graph.select(TaskFilter().kind(TaskKind::communication));

@@ -239,7 +239,7 @@ ScenarioOutcome apply_fused_adam(Graph& graph, const ScenarioParams& params) {
   const auto windows = range_windows(graph, step_pattern);
   if (windows.empty())
     throw Error(fmt::format(
-        "scenario 'fused_adam': the trace has no optimizer step (no CPU range matches '{}'; PyTorch records "
+        "the trace has no optimizer step (no CPU range matches '{}'; PyTorch records "
         "'Optimizer.step#...' per optimizer.step() call while profiling; name the range your loop marks the update "
         "with, e.g. step=^optimizer$ for an NVTX range 'optimizer')",
         step_pattern));
@@ -250,7 +250,7 @@ ScenarioOutcome apply_fused_adam(Graph& graph, const ScenarioParams& params) {
     if (!step.kernels.empty()) steps.push_back(std::move(step));
   }
   if (steps.empty())
-    throw Error(fmt::format("scenario 'fused_adam': none of the trace's {} optimizer steps launched a kernel (an "
+    throw Error(fmt::format("none of the trace's {} optimizer steps launched a kernel (an "
                             "optimizer on the CPU?): nothing to fuse",
                             windows.size()));
   Tally tally;

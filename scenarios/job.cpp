@@ -122,11 +122,11 @@ ScenarioOutcome apply_rank_speed(Graph& graph, const ScenarioParams& params) {
   std::int64_t rank = params.integer("rank");
   if (rank < 0) {
     rank = make_job_report(graph, simulate(graph)).straggler;
-    if (rank == kNone) throw Error("scenario 'rank_speed': no rank held the others back; give 'rank'");
+    if (rank == kNone) throw Error("no rank held the others back; give 'rank'");
     outcome.notes.push_back(fmt::format("rank {} is the straggler of the baseline", rank));
   }
   const bool traced = std::any_of(job.ranks.begin(), job.ranks.end(), [&](const RankInfo& r) { return r.rank == rank; });
-  if (!traced) throw Error(fmt::format("scenario 'rank_speed': rank {} is not in the job", rank));
+  if (!traced) throw Error(fmt::format("rank {} is not in the job", rank));
   const double factor = params.number("factor");
   TimeNs compute_ns = 0;  // before the change, for the note
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {

@@ -22,6 +22,7 @@
 #include "collectives.hpp"
 #include "common.hpp"
 #include "daydream/error.hpp"
+#include "daydream/simulate.hpp"
 #include "daydream/transform.hpp"
 
 namespace daydream::scenarios {
@@ -167,7 +168,7 @@ std::vector<BackwardPass> backward_passes(const Graph& graph, const TraceCollect
                passes.end());
   if (passes.empty())
     throw Error(
-        "p3: the trace shows no backward pass: no AccumulateGrad range (torch::autograd::AccumulateGrad) "
+        "the trace shows no backward pass: no AccumulateGrad range (torch::autograd::AccumulateGrad) "
         "tells when gradients become ready");
   return passes;
 }

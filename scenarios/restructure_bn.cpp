@@ -145,7 +145,7 @@ ScenarioOutcome apply_restructure_bn(Graph& graph, const ScenarioParams& params)
   auto batch_norm = graph.select(TaskFilter().kind(TaskKind::kernel).name(kBatchNorm));
   if (batch_norm.empty())
     throw Error(fmt::format(
-        "scenario 'restructure_bn': the trace has no BatchNorm kernel (no kernel name matches '{}')", kBatchNorm));
+        "the trace has no BatchNorm kernel (no kernel name matches '{}')", kBatchNorm));
   const auto backward = mask_of(graph, batch_norm.filter(TaskFilter().name(kBatchNormBackward)));
   Tally tally;
   const auto runs = runs_next_to_batch_norm(graph, batch_norm, backward);

@@ -8,7 +8,7 @@ require_build() {
   shift
   for tool in "$@"; do
     if [[ ! -x $tool ]]; then
-      log "missing $tool: build first (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j2)"
+      log "missing $tool: build first (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DDAYDREAM_BUILD_BENCHMARKS=ON && cmake --build build -j2)"
       exit 1
     fi
   done

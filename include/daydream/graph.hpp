@@ -366,6 +366,10 @@ class Graph {
 /// does not hold it (launched before profiling began).
 TaskId launching_call(const Graph& graph, TaskId gpu_task);
 
+/// Per job iteration (the k-th iteration of every rank of a job graph, job.hpp): the graph's
+/// iteration indices, in rank order. A graph of one trace has one iteration per group.
+std::vector<std::vector<std::size_t>> job_iteration_groups(const Graph& graph);
+
 /// Builds the dependency graph of a trace (see docs/graph.md for every rule). Oddities met on
 /// the way are added to the graph's report, which starts as a copy of the trace's.
 Graph build_graph(const Trace& trace, const GraphOptions& options = {});

@@ -100,10 +100,6 @@ double collective_traffic_bytes(std::string_view name, std::int64_t ranks, doubl
 /// "BFloat16"); 0 when unknown.
 std::int64_t dtype_element_bytes(std::string_view dtype);
 
-/// Per job iteration (the k-th iteration of every rank): the graph's iteration indices, in rank
-/// order. A graph of one trace has one iteration per group.
-std::vector<std::vector<std::size_t>> job_iteration_groups(const Graph& graph);
-
 // --- reports ---
 
 /// A job iteration: measured_ns is the slowest rank's measured ProfilerStep, simulated_ns the

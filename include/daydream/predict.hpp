@@ -72,12 +72,13 @@ struct Prediction {
   std::vector<std::string> notes;
 };
 
-/// Holds a base graph and its baseline simulation; predictions copy the graph, so one Predictor
-/// serves many threads at once.
+/// Holds a base graph, its baseline simulation and the scenarios it knows by name; predictions copy
+/// the graph, so one Predictor serves many threads at once.
 class Predictor {
  public:
-  explicit Predictor(Graph base);
+  explicit Predictor(Graph base, ScenarioRegistry scenarios = builtin_scenarios());
   const Graph& base() const { return base_; }
+  const ScenarioRegistry& scenarios() const { return registry_; }
   const SimulationResult& baseline() const { return baseline_; }
   /// Median baseline iteration time (the whole run when the trace marks no iterations).
   TimeNs baseline_median_ns() const;
@@ -92,6 +93,7 @@ class Predictor {
 
  private:
   Graph base_;
+  ScenarioRegistry registry_;
   SimulationResult baseline_;
   /// Per (job) iteration: baseline time; for a job graph the slowest rank's (job_iteration_groups).
   std::vector<TimeNs> baseline_iterations_;
@@ -111,7 +113,7 @@ struct SweepRow {
   std::string error;
 };
 
-/// Predicts every spec, in parallel; rows are in the order of `specs` whatever the thread count.
+/// Predicts every spec with the predictor's scenarios, in parallel; rows are in the order of `specs` whatever the thread count.
 /// Bad specs are checked first (Error before any work starts).
 std::vector<SweepRow> sweep(const Predictor& predictor, const std::vector<ScenarioSpec>& specs,
                             const SweepOptions& options = {});

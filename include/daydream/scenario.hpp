@@ -5,7 +5,7 @@
 ///
 /// A scenario changes a copy of the graph the way the optimization would; predict.hpp simulates
 /// it. The library's scenarios live in `scenarios/` (one file each, docs/scenarios.md) and are
-/// listed by scenario_registry(); users can register their own.
+/// listed by builtin_scenarios(); users add their own to a copy (ScenarioRegistry).
 ///
 /// @code
 ///   daydream::Graph amp = graph;
@@ -116,20 +116,49 @@ struct Scenario {
   std::function<ScenarioOutcome(Graph& graph, const ScenarioParams& params)> apply;
 };
 
-/// Every registered scenario, by name.
-const std::map<std::string, Scenario, std::less<>>& scenario_registry();
-/// Adds (or replaces) a scenario; not thread-safe against concurrent lookups.
-void register_scenario(Scenario scenario);
-/// Throws Error listing the valid names when there is no such scenario.
-const Scenario& find_scenario(std::string_view name);
+/// A set of scenarios by name: a value, so that each Predictor, CLI run or test holds the set it
+/// uses and nothing is shared behind its back. builtin_scenarios() is the library's own.
+///
+/// @code
+///   daydream::ScenarioRegistry mine = daydream::builtin_scenarios();
+///   mine.add(my_idea());
+///   const daydream::Predictor predictor(graph, mine);
+/// @endcode
+class ScenarioRegistry {
+ public:
+  using Map = std::map<std::string, Scenario, std::less<>>;
+
+  /// Adds a scenario, replacing one of the same name. Throws Error when it has no apply function.
+  void add(Scenario scenario);
+  /// The scenario named `name`; throws Error listing the valid names when there is none.
+  const Scenario& find(std::string_view name) const;
+  bool contains(std::string_view name) const { return scenarios_.find(name) != scenarios_.end(); }
+  /// "amp, channels_last, ...": every name, sorted.
+  std::string names() const;
+  std::size_t size() const { return scenarios_.size(); }
+  Map::const_iterator begin() const { return scenarios_.begin(); }
+  Map::const_iterator end() const { return scenarios_.end(); }
+
+  /// resolve_params + the scenario's apply: changes `graph` in place. An Error the scenario raises
+  /// comes out prefixed "scenario 'NAME': " (once: a message that already names it is kept).
+  ScenarioOutcome apply(Graph& graph, const ScenarioSpec& spec) const;
+
+ private:
+  Map scenarios_;
+};
+
+/// The scenarios shipped with daydream (scenarios/, docs/scenarios.md), built once; safe to read
+/// from any thread. Defined by the daydream::scenarios library.
+const ScenarioRegistry& builtin_scenarios();
 
 /// Checks a spec against its scenario's parameters and fills in the defaults. Throws Error for an
 /// unknown name or parameter, an unreadable value or one out of range; the message lists the
 /// valid names, or the parameters with their ranges and defaults.
 ScenarioParams resolve_params(const Scenario& scenario, const ScenarioSpec& spec);
 
-/// resolve_params + apply: changes `graph` in place.
-ScenarioOutcome apply_scenario(Graph& graph, const ScenarioSpec& spec);
+/// resolve_params + apply with the scenario of `registry`: changes `graph` in place.
+ScenarioOutcome apply_scenario(Graph& graph, const ScenarioSpec& spec,
+                               const ScenarioRegistry& registry = builtin_scenarios());
 
 /// Human-readable help for one scenario (parameters, units, ranges, defaults).
 std::string describe_scenario(const Scenario& scenario);

@@ -63,6 +63,27 @@ struct UnitUsage {
   TimeNs last_end_ns = 0;
 };
 
+/// Dispatches ready tasks in the order they became ready (ties by trace order).
+class FifoPolicy final : public SchedulePolicy {
+ public:
+  std::string name() const override { return "fifo"; }
+  double priority(const Graph& graph, TaskId task) const override;
+  bool by_ready_time() const override { return true; }
+};
+
+/// Priorities given as a vector (one per task id); for bindings that compute keys up front.
+class PrecomputedPolicy final : public SchedulePolicy {
+ public:
+  PrecomputedPolicy(std::vector<double> priorities, std::string name = "precomputed")
+      : priorities_(std::move(priorities)), name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  double priority(const Graph& graph, TaskId task) const override;
+
+ private:
+  std::vector<double> priorities_;
+  std::string name_;
+};
+
 /// Why a task started when it did: the constraint that was met last.
 enum class StartCause : std::uint8_t { release, dependency, unit_busy };
 

@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "daydream/graph.hpp"
-#include "daydream/simulate.hpp"
 
 namespace daydream {
 
@@ -114,26 +113,5 @@ struct NewTask {
 /// communication when a communication task is at either end, launch for CPU -> GPU, sync for
 /// GPU -> CPU, cross_thread between threads, cross_stream between streams.
 EdgeType infer_edge_type(const Graph& graph, TaskId from, TaskId to);
-
-/// Dispatches ready tasks in the order they became ready (ties by trace order).
-class FifoPolicy final : public SchedulePolicy {
- public:
-  std::string name() const override { return "fifo"; }
-  double priority(const Graph& graph, TaskId task) const override;
-  bool by_ready_time() const override { return true; }
-};
-
-/// Priorities given as a vector (one per task id); for bindings that compute keys up front.
-class PrecomputedPolicy final : public SchedulePolicy {
- public:
-  PrecomputedPolicy(std::vector<double> priorities, std::string name = "precomputed")
-      : priorities_(std::move(priorities)), name_(std::move(name)) {}
-  std::string name() const override { return name_; }
-  double priority(const Graph& graph, TaskId task) const override;
-
- private:
-  std::vector<double> priorities_;
-  std::string name_;
-};
 
 }  // namespace daydream

@@ -225,7 +225,7 @@ std::string with_descriptions(const Scenario& scenario, std::string_view help) {
 std::string scenarios_json() {
   JsonWriter w;
   w.begin_object().key("scenarios").begin_array();
-  for (const auto& [name, s] : scenario_registry()) {
+  for (const auto& [name, s] : builtin_scenarios()) {
     w.begin_object().key("name").value(name).key("summary").value(s.summary).key("params").begin_array();
     for (const auto& p : s.params) write_param(w, p);
     w.end_array().key("help").value(describe_scenario(s)).end_object();
@@ -259,7 +259,7 @@ Graph load_graph(const CommonOptions& options, const std::string& layer_file) {
   return graph;
 }
 
-void check_spec(const ScenarioSpec& spec) { resolve_params(find_scenario(spec.name), spec); }
+void check_spec(const ScenarioSpec& spec) { resolve_params(builtin_scenarios().find(spec.name), spec); }
 
 std::string speedup_text(double speedup) {
   return speedup > 0 && std::isfinite(speedup) ? fmt::format("{:.3f}x", speedup) : "n/a";
@@ -297,7 +297,7 @@ int run_scenarios(bool json) {
     return 0;
   }
   bool first = true;
-  for (const auto& [name, s] : scenario_registry()) {
+  for (const auto& [name, s] : builtin_scenarios()) {
     fmt::print("{}{}", first ? "" : "\n", with_descriptions(s, describe_scenario(s)));
     first = false;
   }

@@ -1,6 +1,6 @@
 #pragma once
 /* The C entry points libdaydream_cupti.so exports besides InitializeInjection. daydream's own
- * start/stop API (daydream::collector in daydream_core, daydream.collector in Python) finds the
+ * start/stop API (daydream::collector in daydream_ingest, daydream.collector in Python) finds the
  * injected library with dlopen(RTLD_NOLOAD) and calls these: the injected library and the
  * program's copy of daydream are separate shared objects, so they share no C++ state.
  *

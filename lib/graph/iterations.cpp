@@ -167,4 +167,24 @@ void assign_iterations(BuildContext& ctx) {
     if (ctx.launched_by[t] != kNoTask) g.task(t).iteration = g.task(ctx.launched_by[t]).iteration;
 }
 
+std::vector<std::vector<std::size_t>> job_iteration_groups(const Graph& graph) {
+  const auto& iterations = graph.iterations();
+  if (!graph.job()) {
+    std::vector<std::vector<std::size_t>> groups;
+    for (std::size_t i = 0; i < iterations.size(); ++i) groups.push_back({i});
+    return groups;
+  }
+  // The k-th iteration of each rank (iterations are stored rank after rank, in order).
+  std::map<std::int64_t, std::size_t> seen;  // rank -> iterations so far
+  std::vector<std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < iterations.size(); ++i) {
+    const TaskId first = iterations[i].first_task;
+    const std::int64_t rank = first == kNoTask ? kNone : graph.units()[graph.task(first).unit].rank;
+    const std::size_t k = seen[rank]++;
+    if (groups.size() <= k) groups.resize(k + 1);
+    groups[k].push_back(i);
+  }
+  return groups;
+}
+
 }  // namespace daydream

@@ -4,7 +4,6 @@
 #include <map>
 
 #include "common/text.hpp"
-#include "daydream/job.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/replay.hpp"
 #include "report/json_writer.hpp"
@@ -64,7 +63,8 @@ double Prediction::speedup() const {
   return predicted_median_ns > 0 ? static_cast<double>(baseline_median_ns) / static_cast<double>(predicted_median_ns) : 0.0;
 }
 
-Predictor::Predictor(Graph base) : base_(std::move(base)), baseline_(simulate(base_)) {
+Predictor::Predictor(Graph base, ScenarioRegistry registry)
+    : base_(std::move(base)), registry_(std::move(registry)), baseline_(simulate(base_)) {
   baseline_iterations_ = job_times(base_, iteration_times(base_, baseline_));
   for (const auto& group : job_iteration_groups(base_)) {
     IterationPrediction measured{base_.iterations()[group.front()].name, 0, 0, 0};
@@ -83,7 +83,7 @@ Prediction Predictor::predict(const ScenarioSpec& spec) const {
 
 Prediction Predictor::predict(const ScenarioSpec& spec, Graph& changed, SimulationResult& result) const {
   changed = base_;
-  ScenarioOutcome outcome = apply_scenario(changed, spec);
+  ScenarioOutcome outcome = registry_.apply(changed, spec);
   result = outcome.policy ? simulate(changed, *outcome.policy) : simulate(changed);
   Prediction p = compare(spec.text(), changed, result);
   p.notes = std::move(outcome.notes);

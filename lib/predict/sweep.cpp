@@ -8,7 +8,7 @@
 namespace daydream {
 
 std::vector<SweepRow> sweep(const Predictor& predictor, const std::vector<ScenarioSpec>& specs, const SweepOptions& options) {
-  for (const auto& spec : specs) resolve_params(find_scenario(spec.name), spec);  // bad specs fail before any work
+  for (const auto& spec : specs) resolve_params(predictor.scenarios().find(spec.name), spec);  // bad specs fail before any work
 
   std::vector<SweepRow> rows(specs.size());
   std::size_t done = 0;

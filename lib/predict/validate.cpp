@@ -10,7 +10,6 @@
 
 #include "common/text.hpp"
 #include "daydream/error.hpp"
-#include "daydream/job.hpp"
 #include "daydream/replay.hpp"
 #include "report/iteration_rule_json.hpp"
 #include "report/json_writer.hpp"

@@ -4,9 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <mutex>
 
-#include "builtin.hpp"
 #include "daydream/error.hpp"
 #include "daydream/scenario.hpp"
 
@@ -58,23 +56,6 @@ void ScenarioParams::set_text(const std::string& name, std::string value, bool g
 // --- registry ---
 
 namespace {
-
-using Registry = std::map<std::string, Scenario, std::less<>>;
-
-Registry& registry() {
-  static Registry scenarios = [] {
-    Registry r;
-    for (auto& s : scenarios::builtin()) r.emplace(s.name, std::move(s));
-    return r;
-  }();
-  return scenarios;
-}
-
-std::string valid_names() {
-  std::string list;
-  for (const auto& [name, s] : registry()) list += (list.empty() ? "" : ", ") + name;
-  return list;
-}
 
 /// "10Gbps" -> (10, "gbps"); the unit is lower-cased.
 std::pair<double, std::string> number_and_unit(std::string_view text) {
@@ -174,18 +155,34 @@ double parse_value(const Scenario& s, const ScenarioParam& p, const std::string&
 
 }  // namespace
 
-const std::map<std::string, Scenario, std::less<>>& scenario_registry() { return registry(); }
-
-void register_scenario(Scenario scenario) {
-  if (!scenario.apply) throw Error(fmt::format("register_scenario: scenario '{}' has no apply function", scenario.name));
+void ScenarioRegistry::add(Scenario scenario) {
+  if (!scenario.apply) throw Error(fmt::format("scenario '{}' has no apply function", scenario.name));
   const std::string name = scenario.name;
-  registry().insert_or_assign(name, std::move(scenario));
+  scenarios_.insert_or_assign(name, std::move(scenario));
 }
 
-const Scenario& find_scenario(std::string_view name) {
-  const auto it = registry().find(name);
-  if (it == registry().end()) throw Error(fmt::format("unknown scenario '{}' (valid: {})", name, valid_names()));
+const Scenario& ScenarioRegistry::find(std::string_view name) const {
+  const auto it = scenarios_.find(name);
+  if (it == scenarios_.end()) throw Error(fmt::format("unknown scenario '{}' (valid: {})", name, names()));
   return it->second;
+}
+
+std::string ScenarioRegistry::names() const {
+  std::string list;
+  for (const auto& [name, s] : scenarios_) list += (list.empty() ? "" : ", ") + name;
+  return list;
+}
+
+ScenarioOutcome ScenarioRegistry::apply(Graph& graph, const ScenarioSpec& spec) const {
+  const Scenario& scenario = find(spec.name);
+  const ScenarioParams params = resolve_params(scenario, spec);
+  try {
+    return scenario.apply(graph, params);
+  } catch (const Error& e) {
+    const std::string prefix = fmt::format("scenario '{}'", scenario.name);
+    if (std::string_view(e.what()).substr(0, prefix.size()) == prefix) throw;
+    throw Error(fmt::format("{}: {}", prefix, e.what()));
+  }
 }
 
 ScenarioParams resolve_params(const Scenario& scenario, const ScenarioSpec& spec) {
@@ -205,9 +202,8 @@ ScenarioParams resolve_params(const Scenario& scenario, const ScenarioSpec& spec
   return params;
 }
 
-ScenarioOutcome apply_scenario(Graph& graph, const ScenarioSpec& spec) {
-  const Scenario& scenario = find_scenario(spec.name);
-  return scenario.apply(graph, resolve_params(scenario, spec));
+ScenarioOutcome apply_scenario(Graph& graph, const ScenarioSpec& spec, const ScenarioRegistry& registry) {
+  return registry.apply(graph, spec);
 }
 
 std::string describe_scenario(const Scenario& scenario) {

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "daydream/error.hpp"
-#include "daydream/transform.hpp"
+#include "daydream/simulate.hpp"
 
 namespace daydream {
 

@@ -11,24 +11,24 @@
 namespace daydream {
 namespace {
 
-// A scenario with one parameter of each kind, registered once for these tests.
+// A scenario with one parameter of each kind.
+Scenario make_probe() {
+  Scenario s;
+  s.name = "test_probe";
+  s.summary = "records its parameters";
+  s.params = {{"factor", ParamKind::number, 2.0, "x", 0, 100, true},
+              {"count", ParamKind::integer, 3, "n", 1, 64},
+              {"bandwidth", ParamKind::bandwidth, 1.25e9, "link"},
+              {"bucket", ParamKind::bytes, 25e6, "bucket", 0},
+              {"latency", ParamKind::duration, 5e3, "per message", 0},
+              ScenarioParam::text("pattern", "(?i)gemm", "kernels")};
+  s.apply = [](Graph&, const ScenarioParams&) { return ScenarioOutcome{}; };
+  return s;
+}
+
 const Scenario& probe() {
-  static const bool registered = [] {
-    Scenario s;
-    s.name = "test_probe";
-    s.summary = "records its parameters";
-    s.params = {{"factor", ParamKind::number, 2.0, "x", 0, 100, true},
-                {"count", ParamKind::integer, 3, "n", 1, 64},
-                {"bandwidth", ParamKind::bandwidth, 1.25e9, "link"},
-                {"bucket", ParamKind::bytes, 25e6, "bucket", 0},
-                {"latency", ParamKind::duration, 5e3, "per message", 0},
-                ScenarioParam::text("pattern", "(?i)gemm", "kernels")};
-    s.apply = [](Graph&, const ScenarioParams&) { return ScenarioOutcome{}; };
-    register_scenario(s);
-    return true;
-  }();
-  (void)registered;
-  return find_scenario("test_probe");
+  static const Scenario s = make_probe();
+  return s;
 }
 
 ScenarioParams resolve(const std::string& spec) { return resolve_params(probe(), parse_scenario_spec(spec)); }
@@ -96,9 +96,10 @@ TEST_CASE("scenario parameters: units to canonical values, defaults, given()", "
 }
 
 TEST_CASE("bad scenario specs are refused with the valid names, parameters and ranges", "[scenario][spec]") {
-  probe();
+  ScenarioRegistry with_probe = builtin_scenarios();
+  with_probe.add(make_probe());
   Graph g;
-  CHECK_THROWS_WITH(apply_scenario(g, parse_scenario_spec("no_such_scenario")),
+  CHECK_THROWS_WITH(apply_scenario(g, parse_scenario_spec("no_such_scenario"), with_probe),
                     Catch::Contains("unknown scenario 'no_such_scenario' (valid: ") && Catch::Contains("test_probe"));
   CHECK_THROWS_WITH(resolve("test_probe:speed=2"),
                     Catch::Contains("no parameter 'speed'") && Catch::Contains("factor (number, > 0..100; default 2)") &&
@@ -116,12 +117,40 @@ TEST_CASE("bad scenario specs are refused with the valid names, parameters and r
 }
 
 TEST_CASE("the registry lists the built-in scenarios with their parameters", "[scenario][spec]") {
-  const auto& all = scenario_registry();
+  const ScenarioRegistry& all = builtin_scenarios();
   for (const char* name : {"amp", "faster_gpu", "faster_network", "channels_last", "pinned_memory", "fused_adam",
-                           "restructure_bn", "cuda_graphs", "ddp", "p3", "dataloader_workers"})
-    CHECK(all.count(name) == 1);
-  CHECK_THAT(describe_scenario(find_scenario("dataloader_workers")),
-             Catch::Contains("workers (integer, 0..1024; default 4)"));
+                           "restructure_bn", "cuda_graphs", "ddp", "p3", "dataloader_workers", "network", "rank_speed",
+                           "scale_out"})
+    CHECK(all.contains(name));
+  CHECK(all.size() == 14);
+  CHECK_THAT(describe_scenario(all.find("dataloader_workers")), Catch::Contains("workers (integer, 0..1024; default 4)"));
+  CHECK_THROWS_WITH(all.find("nope"), Catch::StartsWith("unknown scenario 'nope' (valid: amp, channels_last, cuda_graphs"));
+}
+
+TEST_CASE("a registry is a value: a scenario added to a copy is not in the original", "[scenario][spec]") {
+  ScenarioRegistry mine = builtin_scenarios();
+  mine.add(make_probe());
+  CHECK(mine.contains("test_probe"));
+  CHECK_FALSE(builtin_scenarios().contains("test_probe"));
+  Scenario no_script = make_probe();
+  no_script.apply = nullptr;
+  CHECK_THROWS_WITH(mine.add(no_script), "scenario 'test_probe' has no apply function");
+}
+
+TEST_CASE("a scenario's error comes out prefixed with its name, once", "[scenario][spec]") {
+  ScenarioRegistry mine;
+  Scenario bare = make_probe();
+  bare.apply = [](Graph&, const ScenarioParams&) -> ScenarioOutcome { throw Error("the graph has no optimizer step"); };
+  mine.add(bare);
+  Scenario named = make_probe();
+  named.name = "named";
+  named.apply = [](Graph&, const ScenarioParams&) -> ScenarioOutcome { throw Error("scenario 'named': no step"); };
+  mine.add(named);
+  Graph g;
+  CHECK_THROWS_WITH(apply_scenario(g, parse_scenario_spec("test_probe"), mine),
+                    "scenario 'test_probe': the graph has no optimizer step");
+  CHECK_THROWS_WITH(mine.apply(g, parse_scenario_spec("named")), "scenario 'named': no step");
+  CHECK_THROWS_WITH(apply_scenario(g, parse_scenario_spec("test_probe")), Catch::StartsWith("unknown scenario"));
 }
 
 }  // namespace

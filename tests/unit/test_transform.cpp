@@ -6,6 +6,7 @@
 
 #include "daydream/error.hpp"
 #include "daydream/layers.hpp"
+#include "daydream/simulate.hpp"
 #include "daydream/transform.hpp"
 #include "unit/graph_helpers.hpp"
 #include "unit/trace_builder.hpp"

@@ -56,7 +56,7 @@ py::dict param_dict(const ScenarioParam& p) {
 
 py::list scenario_list() {
   py::list out;
-  for (const auto& [name, s] : scenario_registry()) {
+  for (const auto& [name, s] : builtin_scenarios()) {
     py::list params;
     for (const auto& p : s.params) params.append(param_dict(p));
     out.append(py::dict("name"_a = name, "summary"_a = s.summary, "params"_a = params));
@@ -313,7 +313,7 @@ void write_timeline(const std::filesystem::path& path, const py::dict& timelines
 /// daydream/_validate.py makes it a DataFrame). Without the GIL.
 std::string validate_json(const GraphPtr& before, const GraphPtr& after, const std::string& text) {
   const ScenarioSpec spec = single_spec(text, "validate");
-  resolve_params(find_scenario(spec.name), spec);  // Error before the baseline is simulated
+  resolve_params(builtin_scenarios().find(spec.name), spec);  // Error before the baseline is simulated
   const PredictorData predictor = make_predictor(before);
   py::gil_scoped_release release;
   std::shared_lock lock(after->mutex);
@@ -380,7 +380,7 @@ void init_predict(py::module_& m) {
         "The registered scenarios, by name: [{name, summary, params: [{name, kind, default, min, max, "
         "min_exclusive, unit, description}]}]. Numbers are in canonical units (unit: bytes/s, bytes, ns or "
         "''); an unbounded min/max is None.");
-  m.def("describe", [](const std::string& name) { return describe_scenario(find_scenario(name)); }, py::arg("name"),
+  m.def("describe", [](const std::string& name) { return describe_scenario(builtin_scenarios().find(name)); }, py::arg("name"),
         "Help for one scenario: summary, parameters with units, ranges and defaults. daydream.Error for an "
         "unknown name (the message lists the valid ones).");
   m.def("predict", [](const GraphPtr& graph, const std::string& spec) { return predict_with_graphs(make_predictor(graph), spec); },
@@ -397,7 +397,7 @@ void init_predict(py::module_& m) {
   m.def("_expand_grid", [](const std::string& text) {
           py::list out;
           for (const auto& spec : expand_scenario_grid(text)) {
-            resolve_params(find_scenario(spec.name), spec);  // Error now, before any work
+            resolve_params(builtin_scenarios().find(spec.name), spec);  // Error now, before any work
             out.append(py::make_tuple(spec.text(), spec.args));
           }
           return out;

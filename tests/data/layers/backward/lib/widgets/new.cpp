@@ -1,0 +1,2 @@
+// A folder no stage owns: CheckLayers.cmake must name it.
+#include "daydream/error.hpp"
