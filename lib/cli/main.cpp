@@ -1,5 +1,6 @@
 // daydream: what-if analysis of DNN training performance from one trace.
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -106,6 +107,8 @@ int main(int argc, char** argv) {
   auto* scenarios = app.add_subcommand("scenarios", "List the scenarios with their parameters (kind, range, default)");
   scenarios->add_flag("--json", scenarios_json, "Print one JSON object instead of text");
   CLI11_PARSE(app, argc, argv);
+  // Messages go to stderr, so that stdout holds only the requested output (JSON, CSV, tables).
+  spdlog::set_default_logger(spdlog::stderr_logger_st("daydream"));
   spdlog::set_pattern("%l: %v");
   try {
     if (replay->parsed()) return daydream::cli::run_replay(replay_options);

@@ -42,14 +42,6 @@ def two_iterations(tmp_path):
     return daydream.load(two_iteration_trace().write(tmp_path / "two_iterations.json"))
 
 
-def require_scenarios(*names):
-    """Skips (visibly) while a scenario of issue 4 is still a placeholder."""
-    summaries = {s["name"]: s["summary"] for s in daydream.scenarios()}
-    missing = [n for n in names if summaries.get(n, "(not yet written)") == "(not yet written)"]
-    if missing:
-        pytest.skip(f"scenario(s) {missing} not yet written")
-
-
 # --- the package ---
 
 def test_exports_docstrings_and_stub():
@@ -91,7 +83,6 @@ def test_scenarios_lists_every_builtin_with_its_parameters():
 
 
 def test_scenario_parameters_in_canonical_units():
-    require_scenarios("faster_gpu", "faster_network", "dataloader_workers")
     params = {s["name"]: {p["name"]: p for p in s["params"]} for s in daydream.scenarios()}
     factor = params["faster_gpu"]["factor"]
     assert (factor["kind"], factor["default"], factor["min"], factor["max"], factor["min_exclusive"], factor["unit"]) == \
@@ -104,7 +95,6 @@ def test_scenario_parameters_in_canonical_units():
 
 
 def test_describe():
-    require_scenarios("faster_gpu")
     text = daydream.describe("faster_gpu")
     assert text.startswith("faster_gpu: ") and "factor (number, > 0; default 2)" in text
     with pytest.raises(daydream.Error, match=r"unknown scenario 'warp_drive' \(valid: amp, .*faster_gpu"):
@@ -114,7 +104,6 @@ def test_describe():
 # --- predict ---
 
 def test_predict_faster_gpu_on_one_kernel(one_kernel):
-    require_scenarios("faster_gpu")
     path, g = one_kernel
     p = daydream.predict(g, "faster_gpu:factor=2")
     assert isinstance(p, daydream.Prediction)
@@ -130,7 +119,6 @@ def test_predict_faster_gpu_on_one_kernel(one_kernel):
 
 
 def test_predict_critical_path_breakdown(one_kernel):
-    require_scenarios("faster_gpu")
     _, g = one_kernel
     path = daydream.predict(g, "faster_gpu:factor=2").critical_path
     # Predicted path 0..150 us: PS#1 10 + aten::mm 5 (cpu), launch 5, 10 us launch latency, the
@@ -145,7 +133,6 @@ def test_predict_critical_path_breakdown(one_kernel):
 
 
 def test_predict_keeps_the_graph_and_returns_both_runs(one_kernel):
-    require_scenarios("faster_gpu")
     _, g = one_kernel
     p = daydream.predict(g, "faster_gpu:factor=4")
     (kernel,) = g.select(kind="kernel")
@@ -163,7 +150,6 @@ def test_predict_keeps_the_graph_and_returns_both_runs(one_kernel):
 
 
 def test_predict_iterations_and_lower_median(two_iterations):
-    require_scenarios("faster_gpu")
     p = daydream.predict(two_iterations, "faster_gpu")  # factor 2 by default
     frame = p.iterations
     assert list(frame.columns) == ["name", "measured_ms", "baseline_ms", "predicted_ms", "speedup"]
@@ -177,7 +163,6 @@ def test_predict_iterations_and_lower_median(two_iterations):
 
 
 def test_to_dict_is_the_cli_json(one_kernel):
-    require_scenarios("faster_gpu")
     path, g = one_kernel
     p = daydream.predict(g, "faster_gpu:factor=2")
     d = p.to_dict()
@@ -196,7 +181,6 @@ def test_to_dict_is_the_cli_json(one_kernel):
 
 
 def test_bad_specs_raise_the_library_message(one_kernel):
-    require_scenarios("faster_gpu")
     _, g = one_kernel
     with pytest.raises(daydream.Error, match=r"unknown scenario 'fastr_gpu' \(valid: .*faster_gpu"):
         daydream.predict(g, "fastr_gpu")
@@ -219,7 +203,6 @@ def test_bad_specs_raise_the_library_message(one_kernel):
 # --- apply_scenario ---
 
 def test_apply_scenario_changes_the_graph_in_place(one_kernel):
-    require_scenarios("faster_gpu")
     _, g = one_kernel
     notes = daydream.apply_scenario(g, "faster_gpu:factor=4")
     assert isinstance(notes, list) and len(notes) == 1
@@ -234,7 +217,6 @@ def test_apply_scenario_changes_the_graph_in_place(one_kernel):
 # --- sweep ---
 
 def test_sweep_rows_columns_and_values(one_kernel):
-    require_scenarios("faster_gpu")
     _, g = one_kernel
     quarter = ("kernels / 4", lambda copy: copy.select(kind="kernel").scale(0.25))
     df = daydream.sweep(g, ["faster_gpu:factor=2|4", quarter, "faster_gpu"])
@@ -254,7 +236,6 @@ def test_sweep_rows_columns_and_values(one_kernel):
 
 
 def test_sweep_grid_expands_first_key_slowest(one_kernel):
-    require_scenarios("faster_gpu")
     _, g = one_kernel
     df = daydream.sweep(g, "faster_gpu:kind=kernel|all,factor=1|2")  # one spec alone is fine too
     assert df["scenario"].tolist() == ["faster_gpu:kind=kernel,factor=1", "faster_gpu:kind=kernel,factor=2",
@@ -266,7 +247,6 @@ def test_sweep_grid_expands_first_key_slowest(one_kernel):
 def test_sweep_no_op_callable_predicts_the_library_baseline(example_trace):
     """The callable path mirrors the library's comparison: an unchanged copy predicts exactly the
     baseline that the library computed for the spec rows."""
-    require_scenarios("faster_gpu")
     g = daydream.load(example_trace)
     df = daydream.sweep(g, ["faster_gpu", ("unchanged", lambda copy: None)])
     assert df.loc[1, "predicted_ms"] == df.loc[0, "baseline_ms"] == df.loc[1, "baseline_ms"]
@@ -275,7 +255,6 @@ def test_sweep_no_op_callable_predicts_the_library_baseline(example_trace):
 
 
 def test_sweep_does_not_depend_on_threads(example_trace):
-    require_scenarios("faster_gpu", "amp", "dataloader_workers")
     g = daydream.load(example_trace)
     specs = ["faster_gpu:factor=1.5|2|4", "amp", "dataloader_workers:workers=1|4", "faster_gpu:kind=tpu",
              ("half", lambda copy: copy.select(kind="kernel").scale(0.5))]
@@ -288,7 +267,6 @@ def test_sweep_does_not_depend_on_threads(example_trace):
 
 
 def test_sweep_failing_scenarios_become_error_rows(one_kernel):
-    require_scenarios("faster_gpu")
     _, g = one_kernel
 
     def boom(copy):
@@ -304,7 +282,6 @@ def test_sweep_failing_scenarios_become_error_rows(one_kernel):
 
 
 def test_sweep_bad_input_raises_before_any_work(one_kernel):
-    require_scenarios("faster_gpu")
     _, g = one_kernel
     called = []
     spy = ("spy", lambda copy: called.append(copy))
@@ -322,7 +299,6 @@ def test_sweep_bad_input_raises_before_any_work(one_kernel):
 
 
 def test_sweep_progress(one_kernel):
-    require_scenarios("faster_gpu")
     _, g = one_kernel
     seen = []
     daydream.sweep(g, ["faster_gpu:factor=1|2|3", ("noop", lambda copy: None)], threads=2,
@@ -337,7 +313,6 @@ def test_sweep_progress(one_kernel):
 
 
 def test_sweep_progress_true_prints_to_stderr(one_kernel, capsys):
-    require_scenarios("faster_gpu")
     _, g = one_kernel
     daydream.sweep(g, ["faster_gpu:factor=1|2"], progress=True)
     assert capsys.readouterr().err == "\rsweep: 1/2 scenarios\rsweep: 2/2 scenarios\n"
@@ -346,7 +321,6 @@ def test_sweep_progress_true_prints_to_stderr(one_kernel, capsys):
 def test_sweep_releases_the_gil(example_trace):
     """Same probe as test_simulate_releases_the_gil: the main thread's counter moves only while
     the worker is inside a call that released the GIL."""
-    require_scenarios("faster_gpu")
     g = daydream.load(example_trace)
     assert releases_gil(lambda: daydream.sweep(g, ["faster_gpu:factor=2|3|4"], threads=2), tries=50), (
         "the counter never moved while sweep() ran: the GIL was held")
@@ -355,7 +329,6 @@ def test_sweep_releases_the_gil(example_trace):
 # --- write_timeline ---
 
 def test_write_timeline_is_a_chrome_trace(one_kernel, tmp_path):
-    require_scenarios("faster_gpu")
     _, g = one_kernel
     p = daydream.predict(g, "faster_gpu:factor=2")
     out = tmp_path / "timeline.json"
@@ -381,7 +354,6 @@ def test_write_timeline_rejects_a_stale_result(one_kernel, tmp_path):
 
 def test_plot_sweep_draws_sorted_labelled_bars(one_kernel):
     pytest.importorskip("matplotlib", reason="daydream.plot needs matplotlib")
-    require_scenarios("faster_gpu")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -401,7 +373,6 @@ def test_plot_sweep_draws_sorted_labelled_bars(one_kernel):
 
 def test_plot_timeline_panels_and_rows(one_kernel):
     pytest.importorskip("matplotlib", reason="daydream.plot needs matplotlib")
-    require_scenarios("faster_gpu")
     import matplotlib
 
     matplotlib.use("Agg")

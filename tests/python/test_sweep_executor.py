@@ -20,18 +20,9 @@ SPECS = ["faster_gpu:factor=1.5|2|4", "amp", "dataloader_workers:workers=1|4", "
          ("half the kernels", lambda copy: copy.select(kind="kernel").scale(0.5))]
 
 
-def require_scenarios(*names):
-    """Skips (visibly) while a scenario is still a placeholder."""
-    summaries = {s["name"]: s["summary"] for s in daydream.scenarios()}
-    missing = [n for n in names if summaries.get(n, "(not yet written)") == "(not yet written)"]
-    if missing:
-        pytest.skip(f"scenario(s) {missing} not yet written")
-
-
 @pytest.fixture(scope="module")
 def example(example_trace):
     """The bundled example graph and its local sweep, the reference every executor must match."""
-    require_scenarios("faster_gpu", "amp", "dataloader_workers")
     graph = daydream.load(example_trace)
     expected = daydream.sweep(graph, SPECS)
     assert expected["error"].notna().tolist() == [False] * 6 + [True, False]
@@ -101,7 +92,6 @@ def test_copies_keep_sources_and_predictions_have_none(tmp_path):
     for duplicate in (g.copy(), copy.copy(g), copy.deepcopy(g)):
         assert duplicate.sources == g.sources and duplicate.layer_file == g.layer_file
         assert duplicate.fingerprint() == g.fingerprint() == duplicate._loaded_fingerprint
-    require_scenarios("faster_gpu")
     changed = daydream.predict(g, "faster_gpu").graph
     assert changed.sources == () and changed._loaded_fingerprint is None
 
@@ -140,7 +130,6 @@ def test_spawned_process_pool_gives_the_local_rows(example):
 
 
 def test_layer_file_reaches_the_workers(tmp_path):
-    require_scenarios("faster_gpu")
     path = one_kernel_trace().write(tmp_path / "one_kernel.json")
     layer_file = tmp_path / "layers.json"
     layer_file.write_text(json.dumps({"layers": [
@@ -194,7 +183,6 @@ def test_changed_graph_is_refused_before_anything_is_submitted(example):
 
 def test_graph_without_sources_is_refused(example):
     graph, _ = example
-    require_scenarios("faster_gpu")
     unsourced = daydream.predict(graph, "faster_gpu").graph
     with pytest.raises(ValueError, match="made by daydream.load"):
         daydream.sweep(unsourced, ["amp"], executor=InOrderExecutor())
@@ -223,7 +211,6 @@ def test_worker_error_reaches_the_caller_through_a_process_pool(example):
 
 
 def test_worker_reloads_files_rewritten_since_it_cached_them(tmp_path):
-    require_scenarios("faster_gpu")
     path = tmp_path / "one_kernel.json"
     one_kernel_trace().write(path)
     before = daydream.load(path)

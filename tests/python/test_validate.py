@@ -138,5 +138,5 @@ def test_cli_json_is_the_python_summary(cli, steps):
 def test_cli_missing_file_fails_cleanly(cli, steps, tmp_path):
     out = subprocess.run([cli, "validate", str(steps), str(tmp_path / "absent.json"), "--scenario", "amp"],
                          capture_output=True, text=True)
-    message = out.stdout + out.stderr  # the logger writes errors to stdout (docs/cli.md)
+    message = out.stderr  # errors go to stderr, stdout stays clean (docs/cli.md)
     assert out.returncode == 1 and "absent.json: no such file or directory" in message
