@@ -9,8 +9,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(DAYDREAM_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/daydream)
-set(_daydream_stages daydream_ingest daydream_graph daydream_simulate daydream_predict daydream_job
-    daydream_scenarios)
+get_property(_daydream_stages GLOBAL PROPERTY DAYDREAM_STAGES)  # daydream_add_stage, earliest first
 
 install(TARGETS ${_daydream_stages} daydream EXPORT daydreamTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -31,8 +31,8 @@ def trace_files(shared: pathlib.Path) -> list[pathlib.Path]:
     return [p for p in files if "/et/" not in str(p) and not p.name.endswith("_et.json.gz")]
 
 
-def scenario_names(cli: str) -> list[str]:
-    listing = subprocess.run([cli, "scenarios"], capture_output=True, text=True, check=True).stdout
+def scenario_names(listing: str) -> list[str]:
+    """The names in the output of `daydream scenarios`."""
     return [m.group(1) for m in re.finditer(r"^([a-z_0-9]+):", listing, re.MULTILINE)]
 
 
@@ -58,10 +58,10 @@ def main() -> int:
     if not shared.is_dir():
         print(f"skipped: no shared traces at {shared}", file=sys.stderr)
         return 0
-    scenarios = scenario_names(args.cli)
+    listing = subprocess.run([args.cli, "scenarios"], capture_output=True, check=True).stdout
+    print(f"-\tscenarios\trc=0\t{hashlib.sha256(listing).hexdigest()[:16]}")
+    scenarios = scenario_names(listing.decode())
     runs = [c for t in trace_files(shared) for c in commands(args.cli, t, scenarios)]
-    scenario_listing = subprocess.run([args.cli, "scenarios"], capture_output=True).stdout
-    print(f"-\tscenarios\trc=0\t{hashlib.sha256(scenario_listing).hexdigest()[:16]}")
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         for line in pool.map(digest, runs):  # map keeps the input order: the output is deterministic
             print(line, flush=True)
