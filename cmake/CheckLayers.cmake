@@ -3,10 +3,11 @@
 #   0 ingest     lib/common, lib/ingest, lib/cupti; daydream/{error,trace,ingest,collector}.hpp
 #   1 graph      lib/graph, lib/transform; daydream/{graph,layers,transform}.hpp (the graph and its edits)
 #   2 simulate   lib/simulate; daydream/simulate.hpp
-#   3 predict    lib/scenario, lib/report, lib/predict; daydream/{scenario,replay,stats,predict,validate}.hpp
-#   4 job        lib/job; daydream/job.hpp
-#   5 scenarios  scenarios/; daydream/daydream.hpp (everything)
-#   6 tools      lib/cli
+#   3 analyze    lib/model, lib/analyze; daydream/{model,analyze}.hpp (cost models, facts read off a graph)
+#   4 predict    lib/scenario, lib/report, lib/predict; daydream/{scenario,replay,stats,predict,validate}.hpp
+#   5 job        lib/job; daydream/job.hpp
+#   6 scenarios  scenarios/; daydream/daydream.hpp (everything)
+#   7 tools      lib/cli
 #
 # A file may include headers of its own stage and of earlier ones. Run at build time:
 #   cmake -DROOT=<source dir> -P cmake/CheckLayers.cmake
@@ -15,24 +16,26 @@ if(NOT ROOT)
   message(FATAL_ERROR "CheckLayers.cmake: pass -DROOT=<source dir>")
 endif()
 
-set(_stage_names ingest graph simulate predict job scenarios tools)
+set(_stage_names ingest graph simulate analyze predict job scenarios tools)
 set(_dirs_0 common ingest cupti)
 set(_dirs_1 graph transform)
 set(_dirs_2 simulate)
-set(_dirs_3 scenario report predict)
-set(_dirs_4 job)
-set(_dirs_5 scenarios)  # the top-level scenarios/ folder
-set(_dirs_6 cli)
+set(_dirs_3 model analyze)
+set(_dirs_4 scenario report predict)
+set(_dirs_5 job)
+set(_dirs_6 scenarios)  # the top-level scenarios/ folder
+set(_dirs_7 cli)
 set(_headers_0 error trace ingest collector)
 set(_headers_1 graph layers transform)
 set(_headers_2 simulate)
-set(_headers_3 scenario replay stats predict validate)
-set(_headers_4 job)
-set(_headers_5 daydream)
+set(_headers_3 model analyze)
+set(_headers_4 scenario replay stats predict validate)
+set(_headers_5 job)
+set(_headers_6 daydream)
 
 # _stage_of(<out> <kind: dirs|headers> <name>): the stage index, or -1 when the name is unknown.
 function(_stage_of out kind name)
-  foreach(i RANGE 0 6)
+  foreach(i RANGE 0 7)
     if(DEFINED _${kind}_${i} AND name IN_LIST _${kind}_${i})
       set(${out} ${i} PARENT_SCOPE)
       return()

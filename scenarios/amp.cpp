@@ -17,7 +17,8 @@
 #include <vector>
 
 #include "builtin.hpp"
-#include "common.hpp"
+#include "common/text.hpp"
+#include "daydream/analyze.hpp"
 #include "daydream/transform.hpp"
 
 namespace daydream::scenarios {
@@ -38,12 +39,6 @@ struct CastCost {
   TimeNs stream_gap_ns = 0;      // cast end -> the tensor-core kernel's start (calibrated)
 };
 
-TaskId sequential_predecessor(const Graph& graph, TaskId task, EdgeType type) {
-  for (const auto& p : graph.predecessors(task))
-    if (p.edge.type == type) return p.task;
-  return kNoTask;
-}
-
 // The median elementwise kernel after scaling; any non-tensor-core kernel when there is none.
 TimeNs cast_kernel_ns(Graph& graph, const std::string& tensor_core) {
   auto durations = [&](const TaskSet& set) {
@@ -52,16 +47,17 @@ TimeNs cast_kernel_ns(Graph& graph, const std::string& tensor_core) {
     return out;
   };
   auto elementwise = graph.select(TaskFilter().kind(TaskKind::kernel).name(kElementwise).name_not(tensor_core));
-  if (!elementwise.empty()) return median_ns(durations(elementwise));
-  return median_ns(durations(graph.select(TaskFilter().kind(TaskKind::kernel).name_not(tensor_core))));
+  if (!elementwise.empty()) return text::median(durations(elementwise), text::EvenCount::upper);
+  return text::median(durations(graph.select(TaskFilter().kind(TaskKind::kernel).name_not(tensor_core))),
+                      text::EvenCount::upper);
 }
 
 // One cast kernel before `kernel` on its stream, launched by a new call before `call` on its
 // thread. Returns false (nothing inserted) when the call is the first task of its thread.
 bool insert_cast(Graph& graph, TaskId kernel, TaskId call, const CastCost& cost) {
-  const TaskId cpu_before = sequential_predecessor(graph, call, EdgeType::cpu_sequential);
+  const TaskId cpu_before = predecessor(graph, call, EdgeType::cpu_sequential);
   if (cpu_before == kNoTask) return false;
-  const TaskId gpu_before = sequential_predecessor(graph, kernel, EdgeType::gpu_sequential);
+  const TaskId gpu_before = predecessor(graph, kernel, EdgeType::gpu_sequential);
   NewTask launch;
   launch.name = "cudaLaunchKernel (amp cast)";
   launch.kind = TaskKind::runtime;
@@ -95,7 +91,7 @@ std::size_t insert_casts(Graph& graph, const std::vector<TaskId>& tensor_core, c
     const Task& task = graph.task(kernel);
     if (task.phase != Phase::forward) continue;
     if (task.op_event != kNone && !operators_done.insert(task.op_event).second) continue;
-    const TaskId call = launch_call_of(graph, kernel);
+    const TaskId call = predecessor(graph, kernel, EdgeType::launch);
     if (call != kNoTask && insert_cast(graph, kernel, call, cost)) ++inserted;
   }
   return inserted;

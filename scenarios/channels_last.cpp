@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "builtin.hpp"
-#include "common.hpp"
+#include "daydream/analyze.hpp"
 #include "daydream/transform.hpp"
 
 namespace daydream::scenarios {

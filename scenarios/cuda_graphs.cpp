@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "builtin.hpp"
-#include "common.hpp"
-#include "daydream/error.hpp"
+#include "daydream/analyze.hpp"
 #include "daydream/transform.hpp"
+#include "daydream/error.hpp"
 
 namespace daydream::scenarios {
 namespace {

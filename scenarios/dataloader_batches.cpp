@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "common.hpp"
-#include "common/text.hpp"
+#include "daydream/analyze.hpp"
 #include "daydream/transform.hpp"
+#include "common/text.hpp"
 
 namespace daydream::scenarios {
 
@@ -147,7 +147,7 @@ LoadEstimate estimate_loads(const std::vector<BatchTake>& takes, std::size_t rec
     e.upper_bound = true;
   }
   e.measured_count = e.upper_bound ? 0 : samples.size();
-  e.typical_ns = median_ns(samples);
+  e.typical_ns = text::median(samples, text::EvenCount::upper);
   for (std::size_t b = 0; b < takes.size(); ++b) {
     const bool own = !e.upper_bound && per_batch[b] >= 0;
     e.measured.push_back(own);

@@ -20,10 +20,10 @@
 #include <map>
 
 #include "builtin.hpp"
-#include "collectives.hpp"
-#include "common.hpp"
-#include "daydream/error.hpp"
+#include "data_parallel.hpp"
+#include "daydream/analyze.hpp"
 #include "daydream/transform.hpp"
+#include "daydream/error.hpp"
 
 namespace daydream::scenarios {
 namespace {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "builtin.hpp"
+#include "daydream/model.hpp"
 #include "daydream/error.hpp"
 #include "daydream/transform.hpp"
 
@@ -60,7 +61,7 @@ ScenarioOutcome apply_network_bandwidth(Graph& graph, double bytes_per_s) {
   for (TaskId t : comms) {
     Task& task = graph.task(t);
     if (task.bytes == kNone || task.bytes < 0) continue;
-    task.duration_ns = std::llround(static_cast<double>(task.bytes) / bytes_per_s * 1e9);
+    task.duration_ns = transfer_ns(static_cast<double>(task.bytes), bytes_per_s);
     ++sized;
   }
   if (sized == 0)

@@ -20,11 +20,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <utility>
 #include <vector>
 
 #include "builtin.hpp"
-#include "common.hpp"
+#include "common/text.hpp"
+#include "daydream/analyze.hpp"
 #include "daydream/error.hpp"
 #include "daydream/transform.hpp"
 
@@ -48,10 +48,7 @@ bool fusable(const Graph& graph, TaskId gpu_task) {
 // The step's CPU tasks on its thread, and the kernels its calls launched.
 Step collect_step(const Graph& graph, const RangeWindow& window, const std::vector<TaskId>& thread_tasks) {
   Step step;
-  auto it = std::lower_bound(thread_tasks.begin(), thread_tasks.end(), window.start_ns,
-                             [&](TaskId t, TimeNs start) { return graph.task(t).recorded_start_ns < start; });
-  for (; it != thread_tasks.end() && window.contains(graph.task(*it).recorded_start_ns); ++it) {
-    const TaskId t = *it;
+  for (TaskId t : tasks_in(graph, thread_tasks, window)) {
     const auto launched = launched_by(graph, t);
     const bool only_kernels =
         std::all_of(launched.begin(), launched.end(), [&](TaskId g) { return fusable(graph, g); });
@@ -80,145 +77,73 @@ struct Tally {
   TimeNs kernel_ns = 0, cpu_ns = 0, fused_ns = 0;
 };
 
-/// One stream's fused kernels: where they go and how long each lasts.
-struct StreamPlan {
-  UnitId stream = 0;
-  ChainSpot spot;
-  std::vector<TimeNs> durations;
-  std::int32_t iteration = -1;
-};
-
-// factor x total split into `parts` durations that add up to round(factor x total).
-std::vector<TimeNs> split(TimeNs total_ns, double factor, std::int64_t parts) {
-  const TimeNs fused = std::llround(static_cast<double>(total_ns) * factor);
-  std::vector<TimeNs> out;
-  for (std::int64_t j = 0; j < parts; ++j) out.push_back(fused * (j + 1) / parts - fused * j / parts);
-  return out;
+NewTask update_task(const char* name, TaskKind kind, TimeNs duration_ns, std::int32_t iteration) {
+  NewTask task;
+  task.name = name;
+  task.kind = kind;
+  task.duration_ns = duration_ns;
+  task.iteration = iteration;
+  task.phase = Phase::update;
+  return task;
 }
 
-// The framework call and launch call of each fused kernel, in the place of the removed CPU work.
-std::vector<TaskId> insert_launches(Graph& graph, const ChainSpot& spot, UnitId thread, std::size_t count,
-                                    TimeNs framework_ns, const Settings& settings, std::int32_t iteration) {
-  std::vector<TaskId> launches;
-  TaskId prev = spot.prev;
-  TimeNs delay = spot.delay_in_ns;
-  auto add = [&](const char* name, TaskKind kind, TimeNs duration) {
-    NewTask task;
-    task.name = name;
-    task.kind = kind;
-    task.unit = thread;
-    task.duration_ns = duration;
-    task.iteration = iteration;
-    task.phase = Phase::update;
-    prev = insert_between(graph, task, prev, spot.next, delay, spot.delay_out_ns, spot.release_ns);
-    delay = 0;  // the fused calls follow each other back to back
-  };
+// What replaces the step on its thread: per fused kernel, one framework call (the step's median
+// removed CPU segment: one ATen dispatch) and one launch call, back to back.
+Replacement fused_calls(const Graph& graph, const Step& step, std::size_t count, const Settings& settings) {
+  std::vector<TimeNs> segments;
+  for (TaskId t : step.cpu)
+    if (graph.task(t).kind == TaskKind::cpu) segments.push_back(graph.task(t).duration_ns);
+  const TimeNs framework_ns = text::median(segments, text::EvenCount::upper);
+  const Task& first = graph.task(step.cpu.front());
+  Replacement calls{first.unit, {}, 0, false};
   for (std::size_t i = 0; i < count; ++i) {
-    if (framework_ns > 0) add("fused optimizer step", TaskKind::cpu, framework_ns);
-    add("cudaLaunchKernel (fused optimizer)", TaskKind::runtime, settings.launch_ns);
-    launches.push_back(prev);
+    if (framework_ns > 0) calls.tasks.push_back(update_task("fused optimizer step", TaskKind::cpu, framework_ns, first.iteration));
+    calls.tasks.push_back(
+        update_task("cudaLaunchKernel (fused optimizer)", TaskKind::runtime, settings.launch_ns, first.iteration));
   }
-  return launches;
+  return calls;
 }
 
-// GPU edges of the removed kernels other than their stream chain and launches, moved to the
-// fused kernels of their stream: into the first, out of the last (the strongest of each kind).
-void reattach(Graph& graph, const CrossingEdges& crossing,
-              const std::map<UnitId, std::pair<TaskId, TaskId>>& fused) {
-  std::map<std::pair<TaskId, TaskId>, Edge> edges;
-  auto keep = [&](TaskId from, TaskId to, const Edge& e) {
-    auto [it, fresh] = edges.try_emplace({from, to}, e);
-    if (!fresh) it->second.delay_ns = std::max(it->second.delay_ns, e.delay_ns);
-  };
-  auto chain_or_launch = [&](const Graph::EdgeRecord& r) {
-    const bool same_unit = graph.task(r.from).unit == graph.task(r.to).unit;
-    return r.edge.type == EdgeType::launch || (same_unit && r.edge.type == EdgeType::gpu_sequential);
-  };
-  for (const auto& r : crossing.in) {
-    const auto f = fused.find(graph.task(r.to).unit);
-    if (f != fused.end() && is_gpu(graph.task(r.to).kind) && !chain_or_launch(r))
-      keep(r.from, f->second.first, r.edge);
-  }
-  for (const auto& r : crossing.out) {
-    const auto f = fused.find(graph.task(r.from).unit);
-    if (f != fused.end() && is_gpu(graph.task(r.from).kind) && !chain_or_launch(r))
-      keep(f->second.second, r.to, r.edge);
-  }
-  for (const auto& [ends, edge] : edges) graph.connect(ends.first, ends.second, edge);
-}
-
-// The fused kernels of each stream, each launched by its call; returns stream -> (first, last).
-std::map<UnitId, std::pair<TaskId, TaskId>> insert_kernels(Graph& graph, const std::vector<StreamPlan>& plans,
-                                                           const std::vector<TaskId>& launches, Tally& tally) {
-  const Edge launch{EdgeType::launch, Timing::start_to_start,
-                    graph.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)], false};
-  std::map<UnitId, std::pair<TaskId, TaskId>> fused;
-  auto call = launches.begin();
-  for (const auto& plan : plans) {
-    TaskId prev = plan.spot.prev;
-    TimeNs delay = plan.spot.delay_in_ns;
-    for (TimeNs duration : plan.durations) {
-      NewTask kernel;
-      kernel.name = "fused_optimizer_kernel (multi_tensor_apply)";
-      kernel.kind = TaskKind::kernel;
-      kernel.unit = plan.stream;
-      kernel.duration_ns = duration;
-      kernel.iteration = plan.iteration;
-      kernel.phase = Phase::update;
-      const TaskId k = insert_between(graph, kernel, prev, plan.spot.next, delay, plan.spot.delay_out_ns,
-                                      plan.spot.release_ns);
-      graph.connect(*call++, k, launch);
-      if (!fused.count(plan.stream)) fused[plan.stream].first = k;
-      fused[plan.stream].second = k;
-      prev = k;
-      delay = graph.calibration().gpu_gap_ns;  // fused kernels run back to back
-      tally.fused_ns += duration;
-      ++tally.fused;
-    }
+// What replaces the step's kernels on one stream: `kernels` fused kernels lasting together
+// factor x their summed time, at the calibrated stream gap, taking over their other edges.
+Replacement fused_kernels(const Graph& graph, UnitId stream, const std::vector<TaskId>& kernels,
+                          const Settings& settings, Tally& tally) {
+  TimeNs total = 0;
+  for (TaskId k : kernels) total += graph.task(k).duration_ns;
+  tally.kernels += kernels.size();
+  tally.kernel_ns += total;
+  Replacement fused{stream, {}, graph.calibration().gpu_gap_ns, true};
+  const TimeNs fused_ns = std::llround(static_cast<double>(total) * settings.factor);
+  for (std::int64_t j = 0; j < settings.kernels; ++j) {  // parts that add up to fused_ns
+    const TimeNs part = fused_ns * (j + 1) / settings.kernels - fused_ns * j / settings.kernels;
+    fused.tasks.push_back(update_task("fused_optimizer_kernel (multi_tensor_apply)", TaskKind::kernel, part,
+                                      graph.task(kernels.front()).iteration));
+    tally.fused_ns += part;
+    ++tally.fused;
   }
   return fused;
 }
 
-// Marks the step's work as one block and plans each stream's fused kernels.
-std::vector<StreamPlan> plan_step(const Graph& graph, const Step& step, const Settings& settings,
-                                  std::vector<char>& in_block, Tally& tally) {
+void fuse_step(Graph& graph, const Step& step, const Settings& settings, Tally& tally) {
+  std::vector<TaskId> block = step.cpu;
   for (TaskId t : step.cpu) {
-    in_block[t] = 1;
     tally.cpu_ns += graph.task(t).duration_ns;
     ++(graph.task(t).kind == TaskKind::cpu ? tally.cpu_segments : tally.calls);
   }
-  std::vector<StreamPlan> plans;
-  for (const auto& [stream, list] : step.kernels) {
-    TimeNs total = 0;
-    for (TaskId k : list) {
-      in_block[k] = 1;
-      total += graph.task(k).duration_ns;
-    }
-    plans.push_back({stream, {}, split(total, settings.factor, settings.kernels), graph.task(list.front()).iteration});
-    tally.kernels += list.size();
-    tally.kernel_ns += total;
+  std::vector<Replacement> replacements{fused_calls(graph, step, step.kernels.size() * settings.kernels, settings)};
+  for (const auto& [stream, kernels] : step.kernels) {
+    block.insert(block.end(), kernels.begin(), kernels.end());
+    replacements.push_back(fused_kernels(graph, stream, kernels, settings, tally));
   }
-  for (auto& plan : plans) plan.spot = chain_spot(graph, step.kernels.at(plan.stream).front(), in_block);
-  return plans;
-}
-
-void fuse_step(Graph& graph, const Step& step, const Settings& settings, Tally& tally) {
-  std::vector<char> in_block(graph.num_tasks(), 0);
-  const auto plans = plan_step(graph, step, settings, in_block, tally);
-  const Task& first = graph.task(step.cpu.front());
-  const ChainSpot cpu_spot = chain_spot(graph, step.cpu.front(), in_block);
-  const UnitId thread = first.unit;
-  const std::int32_t iteration = first.iteration;
-  std::vector<TimeNs> segments;  // the step's own CPU segments: one is one ATen dispatch
-  for (TaskId t : step.cpu)
-    if (graph.task(t).kind == TaskKind::cpu) segments.push_back(graph.task(t).duration_ns);
-
-  std::vector<TaskId> block = step.cpu;
-  for (const auto& [stream, list] : step.kernels) block.insert(block.end(), list.begin(), list.end());
-  const CrossingEdges crossing = remove_block(graph, block);
-  const auto count = plans.size() * static_cast<std::size_t>(settings.kernels);
-  const auto launches = insert_launches(graph, cpu_spot, thread, count, median_ns(segments), settings, iteration);
-  reattach(graph, crossing, insert_kernels(graph, plans, launches, tally));
+  const auto inserted = replace_block(graph, block, std::move(replacements));
+  const Edge launch{EdgeType::launch, Timing::start_to_start,
+                    graph.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)], false};
+  // The new CPU tasks come in groups (framework call, launch call) or (launch call): kernel i is
+  // launched by the last task of group i.
+  const std::size_t group = inserted[0].size() / (step.kernels.size() * settings.kernels);
+  std::size_t call = group - 1;
+  for (std::size_t s = 1; s < inserted.size(); ++s)
+    for (TaskId kernel : inserted[s]) graph.connect(inserted[0][call], kernel, launch), call += group;
   tally.kept += step.kept;
   ++tally.steps;
 }

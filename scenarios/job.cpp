@@ -17,8 +17,10 @@
 #include <optional>
 
 #include "builtin.hpp"
-#include "collectives.hpp"
-#include "common.hpp"
+#include "data_parallel.hpp"
+#include "daydream/analyze.hpp"
+#include "daydream/transform.hpp"
+#include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "daydream/job.hpp"
 #include "daydream/simulate.hpp"
@@ -39,14 +41,8 @@ const JobLayout& job_of(const Graph& graph, std::string_view scenario) {
 TimeNs median_transfer(const Graph& graph, const MatchedCollective& c) {
   std::vector<TimeNs> durations;
   for (TaskId t : c.transfers) durations.push_back(graph.task(t).duration_ns);
-  return median_ns(std::move(durations));
+  return text::median(std::move(durations), text::EvenCount::upper);
 }
-
-/// The alpha-beta model of the job's collectives as traced (latency_ns, ns_per_byte).
-struct LinkModel {
-  double latency_ns = 0, ns_per_byte = 0;
-  double cost(double traffic) const { return latency_ns + ns_per_byte * traffic; }
-};
 
 /// The fitted model, or nullopt when the job's collectives cannot be fitted and the spec gives
 /// both latency and bandwidth (the transfers are then set to the model's cost outright).
@@ -57,8 +53,8 @@ std::optional<LinkModel> fit_job(const Graph& graph, const JobLayout& job, std::
     if (c.bytes != kNone)
       samples.emplace_back(collective_traffic_bytes(c.name, static_cast<std::int64_t>(c.ranks.size()), double(c.bytes)),
                            median_transfer(graph, c));
-  const auto fit = fit_latency_bandwidth(samples);
-  if (!fit || fit->ns_per_byte <= 0) {
+  const auto fit = fit_link(samples);
+  if (!fit || fit->link.ns_per_byte <= 0) {
     if (params.given("latency") && params.given("bandwidth")) {
       notes.push_back(fmt::format("no fit ({} collectives of known size): transfers set to latency + traffic / bandwidth",
                                   samples.size()));
@@ -69,9 +65,9 @@ std::optional<LinkModel> fit_job(const Graph& graph, const JobLayout& job, std::
                             scenario, samples.size()));
   }
   notes.push_back(fmt::format("fitted to {} collectives ({} sizes): latency {:.1f} us, bandwidth {:.2f} GB/s, R^2 {:.2f}",
-                              fit->samples, fit->distinct_sizes, fit->latency_ns / 1e3, 1.0 / fit->ns_per_byte,
+                              fit->samples, fit->distinct_sizes, fit->link.latency_ns / 1e3, 1.0 / fit->link.ns_per_byte,
                               fit->r_squared));
-  return LinkModel{std::max(0.0, fit->latency_ns), fit->ns_per_byte};
+  return LinkModel{std::max(0.0, fit->link.latency_ns), fit->link.ns_per_byte};
 }
 
 /// Moves every collective's transfers by new cost - traced cost, for `ranks` participants
@@ -84,7 +80,7 @@ void recost(Graph& graph, const JobLayout& job, const std::optional<LinkModel>& 
     const double before = c.bytes == kNone ? 0 : collective_traffic_bytes(c.name, traced_ranks, double(c.bytes));
     const double after = c.bytes == kNone ? 0 : collective_traffic_bytes(c.name, ranks, double(c.bytes));
     unsized += c.bytes == kNone;
-    const double delta = wanted.cost(after) - (traced ? traced->cost(before) : 0.0);
+    const double delta = wanted.cost_ns(after) - (traced ? traced->cost_ns(before) : 0.0);
     if (!std::isfinite(delta)) throw Error(fmt::format("collective {} #{}: cost is not finite", c.name, c.sequence));
     for (TaskId t : c.transfers) {
       Task& task = graph.task(t);
@@ -93,14 +89,14 @@ void recost(Graph& graph, const JobLayout& job, const std::optional<LinkModel>& 
     }
   }
   notes.push_back(fmt::format("{} collectives re-costed: latency {:.1f} us, bandwidth {:.2f} GB/s{}", job.collectives.size(),
-                              wanted.latency_ns / 1e3, wanted.ns_per_byte > 0 ? 1.0 / wanted.ns_per_byte : INFINITY,
+                              wanted.latency_ns / 1e3, wanted.ns_per_byte > 0 ? 1.0 / wanted.ns_per_byte : INFINITY  /* bytes/ns = GB/s */,
                               unsized ? fmt::format(" ({} of unknown size: latency only)", unsized) : ""));
 }
 
 LinkModel wanted_link(const ScenarioParams& params, const std::optional<LinkModel>& fitted) {
   LinkModel wanted = fitted.value_or(LinkModel{});
   if (params.given("latency")) wanted.latency_ns = params.number("latency");
-  if (params.given("bandwidth")) wanted.ns_per_byte = 1e9 / params.number("bandwidth");
+  if (params.given("bandwidth")) wanted.ns_per_byte = ns_per_byte(params.number("bandwidth"));
   return wanted;
 }
 
@@ -147,7 +143,7 @@ ScenarioOutcome apply_scale_out(Graph& graph, const ScenarioParams& params) {
   const std::int64_t ranks = params.integer("ranks");
   const auto per_machine = params.given("gpus_per_machine") ? params.integer("gpus_per_machine") : traced.world_size;
   LinkModel wanted = wanted_link(params, fitted);
-  if (ranks > per_machine) wanted.ns_per_byte = std::max(wanted.ns_per_byte, 1e9 / params.number("inter"));
+  if (ranks > per_machine) wanted.ns_per_byte = std::max(wanted.ns_per_byte, ns_per_byte(params.number("inter")));
   graph = replicate_ranks(graph, ranks);
   recost(graph, *graph.job(), fitted, wanted, ranks, outcome.notes);
   outcome.notes.push_back(fmt::format("{} ranks: {} traced, {} replicated ({} machines of {} GPUs)", ranks,

@@ -19,11 +19,11 @@
 #include <unordered_map>
 
 #include "builtin.hpp"
-#include "collectives.hpp"
-#include "common.hpp"
+#include "data_parallel.hpp"
+#include "daydream/analyze.hpp"
+#include "daydream/transform.hpp"
 #include "daydream/error.hpp"
 #include "daydream/simulate.hpp"
-#include "daydream/transform.hpp"
 
 namespace daydream::scenarios {
 namespace {
@@ -73,7 +73,8 @@ std::vector<TaskId> next_forward(const Graph& graph, const BackwardPass& pass, c
   if (next == nullptr || next->gradients.empty() || pass.update_tasks.empty()) return {};
   const TaskId stop = next->gradients.front().ready;
   std::vector<TaskId> tasks;
-  for (TaskId t = stream_successor(graph, pass.update_tasks.back()); t != kNoTask; t = stream_successor(graph, t)) {
+  for (TaskId t = successor(graph, pass.update_tasks.back(), EdgeType::gpu_sequential); t != kNoTask;
+       t = successor(graph, t, EdgeType::gpu_sequential)) {
     if (t == stop) return tasks;
     tasks.push_back(t);
   }

@@ -18,9 +18,10 @@
 #include <vector>
 
 #include "builtin.hpp"
-#include "common.hpp"
-#include "daydream/error.hpp"
+#include "daydream/model.hpp"
+#include "daydream/analyze.hpp"
 #include "daydream/transform.hpp"
+#include "daydream/error.hpp"
 
 namespace daydream::scenarios {
 namespace {
@@ -55,12 +56,12 @@ void make_pinned(Graph& graph, TaskId copy, double bytes_per_s, TimeNs launch_co
   Task& task = graph.task(copy);
   changes.copy_ns_before += task.duration_ns;
   if (task.bytes != kNone && task.bytes >= 0) {
-    task.duration_ns = std::llround(static_cast<double>(task.bytes) / bytes_per_s * 1e9);
+    task.duration_ns = transfer_ns(static_cast<double>(task.bytes), bytes_per_s);
     ++changes.sized;
   }
   changes.copy_ns_after += task.duration_ns;
   ++changes.copies;
-  const TaskId call = launch_call_of(graph, copy);
+  const TaskId call = predecessor(graph, copy, EdgeType::launch);
   if (call == kNoTask) return;  // launched before profiling began: only its duration changes
   graph.edge(call, copy).delay_ns = graph.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::memcpy)];
   Task& issue = graph.task(call);

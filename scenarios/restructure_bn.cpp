@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "builtin.hpp"
-#include "common.hpp"
-#include "daydream/error.hpp"
+#include "daydream/analyze.hpp"
 #include "daydream/transform.hpp"
+#include "daydream/error.hpp"
 
 namespace daydream::scenarios {
 namespace {
@@ -103,7 +103,7 @@ std::vector<std::vector<TaskId>> cpu_work_of(const Graph& graph, const std::vect
   };
   std::vector<std::vector<TaskId>> blocks;
   for (TaskId k = 0; k < removed.size(); ++k) {
-    const TaskId call = removed[k] ? launch_call_of(graph, k) : kNoTask;
+    const TaskId call = removed[k] ? predecessor(graph, k, EdgeType::launch) : kNoTask;
     if (call == kNoTask || taken[call] || !launches_only_removed(call)) continue;
     std::vector<TaskId> block;
     if (const RangeWindow* w = window_around(windows, graph.task(call))) {

@@ -12,12 +12,14 @@
 ///
 /// Link daydream::daydream (CMake, find_package(daydream)) or `pkg-config --libs daydream`.
 
+#include "daydream/analyze.hpp"
 #include "daydream/collector.hpp"
 #include "daydream/error.hpp"
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
 #include "daydream/job.hpp"
 #include "daydream/layers.hpp"
+#include "daydream/model.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/replay.hpp"
 #include "daydream/scenario.hpp"

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -223,6 +224,22 @@ struct EdgeTable {
   std::vector<std::uint32_t> in_degree;    ///< per task
 };
 
+/// A non-owning reference to a callable `bool(TaskId neighbor, const Edge& edge)`: what the
+/// graph's visitors take, so that a walk never allocates (a lambda's captures stay where they are).
+class NeighborVisitor {
+ public:
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, NeighborVisitor>>>
+  NeighborVisitor(F&& f)  // NOLINT(google-explicit-constructor): lambdas convert implicitly
+      : object_(const_cast<void*>(static_cast<const void*>(&f))), call_([](void* o, TaskId t, const Edge& e) {
+          return static_cast<bool>((*static_cast<std::remove_reference_t<F>*>(o))(t, e));
+        }) {}
+  bool operator()(TaskId task, const Edge& edge) const { return call_(object_, task, edge); }
+
+ private:
+  void* object_;
+  bool (*call_)(void*, TaskId, const Edge&);
+};
+
 class TaskFilter;     // transform.hpp
 class TaskSet;        // transform.hpp
 struct NewTask;       // transform.hpp
@@ -280,6 +297,10 @@ class Graph {
   };
   std::vector<Neighbor> successors(TaskId id) const;
   std::vector<Neighbor> predecessors(TaskId id) const;
+  /// Calls `visit(neighbor, edge)` for each successor (predecessor) in edge order, without
+  /// allocating, until it returns false. Returns false when a call stopped the walk.
+  bool visit_successors(TaskId id, NeighborVisitor visit) const;
+  bool visit_predecessors(TaskId id, NeighborVisitor visit) const;
   /// The first edge from -> to; throws Error when there is none.
   Edge& edge(TaskId from, TaskId to);
   std::size_t in_degree(TaskId id) const;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "daydream/graph.hpp"
+#include "daydream/model.hpp"  // collective_traffic_bytes, the link model
 #include "daydream/replay.hpp"
 #include "daydream/simulate.hpp"
 
@@ -90,15 +91,6 @@ Graph merge_ranks(const std::vector<const Graph*>& ranks);
 /// costs are left as they are (scenarios re-cost them). Throws Error when `job` is not a
 /// complete job graph or `ranks` is smaller than its rank count.
 Graph replicate_ranks(const Graph& job, std::int64_t ranks);
-
-/// Bytes one participant moves over its links in a collective of `bytes` among `ranks`:
-/// all_reduce 2(n-1)/n, all_gather/reduce_scatter/all_to_all (n-1)/n, others (broadcast, send,
-/// recv, reduce) 1 times `bytes`. Names compare without case and underscores.
-double collective_traffic_bytes(std::string_view name, std::int64_t ranks, double bytes);
-
-/// Bytes of one element of a dtype as traces write it ("Float", "float", "c10::Half", "long int",
-/// "BFloat16"); 0 when unknown.
-std::int64_t dtype_element_bytes(std::string_view dtype);
 
 // --- reports ---
 

@@ -45,6 +45,8 @@ class TaskFilter {
   TaskFilter& within(std::string pattern);
   TaskFilter& phase(Phase phase);
   TaskFilter& iteration(std::int32_t index);
+  /// On a unit of this rank (Unit::rank) of a multi-rank job graph (job.hpp).
+  TaskFilter& rank(std::int64_t rank);
   /// Any further condition; called once per task that passed the other criteria.
   TaskFilter& where(std::function<bool(const Graph&, TaskId)> predicate);
 
@@ -58,6 +60,7 @@ class TaskFilter {
   std::vector<std::string> names_, names_not_, ops_, layers_, within_;
   std::vector<Phase> phases_;
   std::vector<std::int32_t> iterations_;
+  std::vector<std::int64_t> ranks_;
   std::vector<std::function<bool(const Graph&, TaskId)>> predicates_;
 };
 
@@ -113,5 +116,103 @@ struct NewTask {
 /// communication when a communication task is at either end, launch for CPU -> GPU, sync for
 /// GPU -> CPU, cross_thread between threads, cross_stream between streams.
 EdgeType infer_edge_type(const Graph& graph, TaskId from, TaskId to);
+
+// --- walking the graph: neighbours by edge type ---
+
+/// The first successor (predecessor) of `task` joined by an edge of `type`, in edge order; for
+/// the sequential types only one on the task's own unit. kNoTask when there is none.
+TaskId successor(const Graph& graph, TaskId task, EdgeType type);
+TaskId predecessor(const Graph& graph, TaskId task, EdgeType type);
+
+/// The task after (before) `task` on its unit's chain: a cpu_ or gpu_sequential edge on the same
+/// unit; kNoTask at the end (start) of the chain.
+TaskId chain_next(const Graph& graph, TaskId task);
+TaskId chain_prev(const Graph& graph, TaskId task);
+
+/// The GPU-stream tasks a CUDA call launched (its launch or communication edges to them); the
+/// inverse of launching_call (graph.hpp).
+std::vector<TaskId> launched_by(const Graph& graph, TaskId call);
+/// The GPU-stream tasks a set of calls launched, in the calls' order.
+std::vector<TaskId> launched_by(const Graph& graph, const std::vector<TaskId>& calls);
+
+/// The live tasks of every unit in recorded-start order (ties by id), indexed by unit id.
+std::vector<std::vector<TaskId>> tasks_by_unit(const Graph& graph);
+
+/// A stretch of one CPU thread's time covered by CPU ranges (Graph::ranges) whose names match a
+/// TaskFilter-style pattern; nested and overlapping matches are merged, so a window is an
+/// outermost matching range.
+struct RangeWindow {
+  UnitId unit = 0;
+  TimeNs start_ns = 0;
+  TimeNs end_ns = 0;
+  bool contains(TimeNs time_ns) const { return start_ns <= time_ns && time_ns < end_ns; }
+};
+/// The windows of the ranges named by `pattern`, in (unit, start) order. Throws Error for an
+/// invalid pattern.
+std::vector<RangeWindow> range_windows(const Graph& graph, const std::string& pattern);
+/// The live tasks of `unit_tasks` (one unit's, in recorded-start order: tasks_by_unit) whose
+/// recorded start lies in `window`.
+std::vector<TaskId> tasks_in(const Graph& graph, const std::vector<TaskId>& unit_tasks, const RangeWindow& window);
+
+// --- editing blocks of work ---
+
+/// Where a block of tasks sits on one unit's chain: the task before its first task, the first task
+/// after it that is not in the block, and the delays of those two chain edges; `release_ns` is the
+/// first task's (for a block that starts its unit).
+struct ChainSpot {
+  TaskId prev = kNoTask;
+  TimeNs delay_in_ns = 0;
+  TaskId next = kNoTask;
+  TimeNs delay_out_ns = 0;
+  TimeNs release_ns = 0;
+};
+/// The spot of the block (in_block[t] != 0) whose first task on its unit is `first`.
+ChainSpot chain_spot(const Graph& graph, TaskId first, const std::vector<char>& in_block);
+
+/// The edges that crossed the boundary of a removed block, as they were before the removal.
+struct CrossingEdges {
+  std::vector<Graph::EdgeRecord> in;   ///< outside -> block
+  std::vector<Graph::EdgeRecord> out;  ///< block -> outside
+};
+
+/// Removes `tasks` as one block of work that disappears together. Edges between two tasks of the
+/// block lose their delays first, so the bridges Graph::remove leaves carry only the delays of the
+/// edges into and out of the block (the gaps around it), never the gaps inside it (which belong to
+/// the removed work). CPU tasks go first in trace order, then GPU tasks in reverse trace order,
+/// which keeps the bridging linear in the block's size on chains.
+CrossingEdges remove_block(Graph& graph, std::vector<TaskId> tasks);
+
+/// Inserts `task` on its unit between `prev` and `next` (either may be kNoTask; both on that
+/// unit), with exactly `delay_in_ns` after `prev` and `delay_out_ns` before `next`. Without
+/// `prev`, the new task is released when `release_ns` says.
+TaskId insert_between(Graph& graph, NewTask task, TaskId prev, TaskId next, TimeNs delay_in_ns, TimeNs delay_out_ns,
+                      TimeNs release_ns = 0);
+
+/// What takes the place of a block's tasks on one unit: new tasks that run there one after another.
+struct Replacement {
+  UnitId unit = 0;
+  std::vector<NewTask> tasks;  ///< `unit`, `after` and `before` are set by replace_block
+  TimeNs gap_ns = 0;           ///< between two consecutive new tasks
+  /// The block's other dependencies on this unit (not its chain, not launches: waits of later
+  /// calls, other streams) move to the new tasks: into the first, out of the last, the strongest
+  /// of each pair.
+  bool take_over_edges = false;
+};
+
+/// Replaces a block of tasks by new ones (the paper's fusions: many kernels and their launches
+/// become a few). Each Replacement goes where the block's first task on its unit was (after the
+/// task before the block, before the first task after it, keeping those two gaps); the gaps inside
+/// the block go with it (remove_block). Replacements are inserted in the order given, a unit
+/// without one simply loses its part of the block. Returns the new tasks of each replacement.
+std::vector<std::vector<TaskId>> replace_block(Graph& graph, const std::vector<TaskId>& block,
+                                               std::vector<Replacement> replacements);
+
+/// Removes GPU tasks together with the CUDA calls that launched them (launching_call: by a launch
+/// edge, or a communication edge for NCCL kernels) and launched nothing else. Returns the number
+/// of calls removed.
+std::size_t remove_with_launches(Graph& graph, const std::vector<TaskId>& gpu_tasks);
+
+/// A new communication channel unit named `name` (made unique with a " #2"-style suffix if taken).
+UnitId add_comm_channel(Graph& graph, const std::string& name);
 
 }  // namespace daydream

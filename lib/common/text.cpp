@@ -1,5 +1,6 @@
 #include "common/text.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -78,7 +79,19 @@ bool contains_ignore_case(std::string_view text, std::string_view lowercase_part
                      [&](char a, char b) { return lower(a) == b; }) != text.end();
 }
 
-TimeNs median(std::vector<TimeNs>& values) { return lower_quantile(values, 2); }
+TimeNs median(std::vector<TimeNs> values, EvenCount even) {
+  if (values.empty() || even == EvenCount::lower) return lower_quantile(values, 2);
+  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  return *mid;
+}
+
+std::string squashed(std::string_view name) {
+  std::string key;
+  for (char c : name)
+    if (c != '_') key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return key;
+}
 
 TimeNs lower_quantile(std::vector<TimeNs>& values, std::size_t parts) {
   if (values.empty()) return 0;

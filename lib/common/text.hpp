@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -23,8 +24,17 @@ bool starts_with(std::string_view text, std::string_view prefix);
 bool contains(std::string_view text, std::string_view part);
 bool contains_ignore_case(std::string_view text, std::string_view lowercase_part);
 
-/// Median of the values (the lower middle one for even counts); 0 for none. Reorders `values`.
-TimeNs median(std::vector<TimeNs>& values);
+/// Which middle value a median of an even count takes.
+enum class EvenCount : std::uint8_t {
+  lower,  ///< the graph builder's calibration, the reports (a latency seen, never an average)
+  upper,  ///< the scenarios' typical durations (Python's statistics.median_high)
+};
+/// The one median of the library: the middle value, for an even count the lower or upper of the
+/// two middle ones; 0 for none.
+TimeNs median(std::vector<TimeNs> values, EvenCount even = EvenCount::lower);
+
+/// `name` lower-cased without underscores: "all_reduce" and "AllReduce" compare equal.
+std::string squashed(std::string_view name);
 /// The value at index (n - 1) / parts of the sorted values (parts 2: median, 4: lower quartile);
 /// reorders `values`; 0 when empty.
 TimeNs lower_quantile(std::vector<TimeNs>& values, std::size_t parts);

@@ -183,6 +183,20 @@ std::vector<Graph::Neighbor> Graph::predecessors(TaskId id) const {
   return out;
 }
 
+bool Graph::visit_successors(TaskId id, NeighborVisitor visit) const {
+  const auto& g = structure().adjacency;
+  for (auto e : boost::make_iterator_range(boost::out_edges(id, g)))
+    if (!visit(static_cast<TaskId>(boost::target(e, g)), g[e])) return false;
+  return true;
+}
+
+bool Graph::visit_predecessors(TaskId id, NeighborVisitor visit) const {
+  const auto& g = structure().adjacency;
+  for (auto e : boost::make_iterator_range(boost::in_edges(id, g)))
+    if (!visit(static_cast<TaskId>(boost::source(e, g)), g[e])) return false;
+  return true;
+}
+
 Edge& Graph::edge(TaskId from, TaskId to) {
   auto& g = structure().adjacency;
   auto [e, found] = boost::edge(from, to, g);

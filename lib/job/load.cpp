@@ -72,15 +72,4 @@ Graph load_job(const std::vector<std::filesystem::path>& inputs, const JobOption
   return merge_ranks(ranks);
 }
 
-double collective_traffic_bytes(std::string_view name, std::int64_t ranks, double bytes) {
-  if (ranks < 2) return 0.0;
-  const std::string key = job::collective_key_name(name);
-  const double n = static_cast<double>(ranks);
-  if (key == "allreduce") return 2.0 * (n - 1.0) / n * bytes;
-  if (key == "allgather" || key == "reducescatter" || key == "alltoall" || key == "alltoallv" ||
-      key == "allgatherintocoalesced" || key == "reducescattertensor" || key == "allgatherbase")
-    return (n - 1.0) / n * bytes;
-  return bytes;
-}
-
 }  // namespace daydream

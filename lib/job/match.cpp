@@ -47,40 +47,11 @@ CommKernel describe(const Graph& graph, TaskId t, const CollectiveRecord* record
     if (record->info.in_elements != kNone && element > 0) k.bytes = record->info.in_elements * element;
     k.group_size = record->info.group_size;
   }
-  k.key_name = collective_key_name(k.name);
+  k.key_name = text::squashed(k.name);
   return k;
 }
 
 }  // namespace
-
-std::string collective_key_name(std::string_view name) {
-  std::string key;
-  for (char c : name)
-    if (c != '_') key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return key;
-}
-
-}  // namespace daydream::job
-
-namespace daydream {
-
-std::int64_t dtype_element_bytes(std::string_view dtype) {
-  using job::collective_key_name;
-  std::string d = collective_key_name(dtype);
-  d.erase(std::remove(d.begin(), d.end(), ' '), d.end());  // "long int" -> "longint"
-  if (d == "double" || d == "long" || d == "longint" || d == "int64" || d == "c10::complex<float>") return 8;
-  if (d == "float" || d == "int" || d == "int32" || d == "float32") return 4;
-  if (d == "half" || d == "c10::half" || d == "bfloat16" || d == "c10::bfloat16" || d == "short" || d == "float16")
-    return 2;
-  if (d == "char" || d == "byte" || d == "bool" || d == "int8" || d == "uint8" || d == "unsignedchar" ||
-      d == "signedchar")
-    return 1;
-  return 0;
-}
-
-}  // namespace daydream
-
-namespace daydream::job {
 
 std::vector<CommKernel> find_comm_kernels(const Graph& graph) {
   std::vector<CommKernel> kernels;

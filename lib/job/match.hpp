@@ -33,7 +33,4 @@ using MatchTable = std::map<CollectiveKey, std::vector<std::pair<std::size_t, st
 
 MatchTable match_collectives(const std::vector<std::vector<CommKernel>>& kernels);
 
-/// Lower case without underscores: "all_reduce" and "allreduce" compare equal.
-std::string collective_key_name(std::string_view name);
-
 }  // namespace daydream::job

@@ -23,6 +23,7 @@ TaskFilter& TaskFilter::layer(std::string pattern) { return layers_.push_back(st
 TaskFilter& TaskFilter::within(std::string pattern) { return within_.push_back(std::move(pattern)), *this; }
 TaskFilter& TaskFilter::phase(Phase p) { return phases_.push_back(p), *this; }
 TaskFilter& TaskFilter::iteration(std::int32_t index) { return iterations_.push_back(index), *this; }
+TaskFilter& TaskFilter::rank(std::int64_t rank) { return ranks_.push_back(rank), *this; }
 TaskFilter& TaskFilter::where(std::function<bool(const Graph&, TaskId)> predicate) {
   if (!predicate) throw Error("TaskFilter::where: empty predicate");
   return predicates_.push_back(std::move(predicate)), *this;
@@ -128,7 +129,7 @@ class TaskSelector {
     const Task& t = graph_.task(id);
     if (t.removed || !allowed(f_.kinds_, t.kind) || !allowed(f_.units_, t.unit)) return false;
     if (!allowed(f_.unit_kinds_, graph_.units()[t.unit].kind) || !allowed(f_.phases_, t.phase)) return false;
-    if (!allowed(f_.iterations_, t.iteration)) return false;
+    if (!allowed(f_.iterations_, t.iteration) || !allowed(f_.ranks_, graph_.units()[t.unit].rank)) return false;
     if (names_.active() && !names_.any(t.name)) return false;
     if (names_not_.active() && names_not_.any(t.name)) return false;
     if (ops_.active() && (t.op_name == 0 || !ops_.any(t.op_name))) return false;

@@ -65,6 +65,9 @@ TEST_CASE("text::lower_quantile: the value at (n - 1) / parts of the sorted valu
   CHECK(text::lower_quantile(four, 4) == 10);  // index 0
   CHECK(text::lower_quantile(four, 2) == 20);  // index 1: the lower middle
   CHECK(text::median(four) == 20);
+  CHECK(text::median(four, text::EvenCount::upper) == 30);  // the scenarios' rule (median_high)
+  CHECK(text::median({7, 1, 4}, text::EvenCount::upper) == 4);  // odd counts: the middle either way
+  CHECK(text::median({}, text::EvenCount::upper) == 0);
   std::vector<TimeNs> nine = {9, 1, 8, 2, 7, 3, 6, 4, 5};
   CHECK(text::lower_quantile(nine, 4) == 3);  // index 2
   CHECK(text::lower_quantile(nine, 2) == 5);  // index 4

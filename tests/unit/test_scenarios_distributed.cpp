@@ -14,7 +14,9 @@
 #include <map>
 #include <memory>
 
-#include "../scenarios/collectives.hpp"
+#include "../scenarios/data_parallel.hpp"
+#include "daydream/analyze.hpp"
+#include "daydream/model.hpp"
 #include "daydream/error.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/replay.hpp"
@@ -26,8 +28,6 @@
 namespace daydream::test {
 namespace {
 
-using scenarios::Bucket;
-using scenarios::RingCost;
 
 // --- a hand-built training loop -------------------------------------------------------------
 
@@ -100,7 +100,7 @@ SimulationResult run(const Graph& g, const ScenarioOutcome& outcome) {
   return outcome.policy ? simulate(g, *outcome.policy) : simulate(g);
 }
 
-std::vector<std::int64_t> gradient_bytes(const std::vector<scenarios::BackwardPass>& passes) {
+std::vector<std::int64_t> gradient_bytes(const std::vector<BackwardPass>& passes) {
   std::vector<std::int64_t> out;
   for (const auto& p : passes)
     for (const auto& g : p.gradients) out.push_back(g.bytes);
@@ -116,38 +116,38 @@ bool mentions(const std::vector<std::string>& notes, std::string_view part) {
 // --- the model's arithmetic -----------------------------------------------------------------
 
 TEST_CASE("ring all-reduce cost: latency + 2(n-1)/n * bytes / bandwidth", "[scenario][distributed]") {
-  CHECK(scenarios::ring_traffic_bytes(2, 100) == 100);   // 2 * 1/2
-  CHECK(scenarios::ring_traffic_bytes(8, 800) == 1400);  // 2 * 7/8
-  CHECK(scenarios::ring_traffic_bytes(1, 800) == 0);
-  const RingCost four{10'000, 1.0, 4};                                   // 10 us, 1 GB/s, 4 GPUs
+  CHECK(ring_traffic_bytes(2, 100) == 100);   // 2 * 1/2
+  CHECK(ring_traffic_bytes(8, 800) == 1400);  // 2 * 7/8
+  CHECK(ring_traffic_bytes(1, 800) == 0);
+  const RingCost four{{10'000, 1.0}, 4};                                   // 10 us, 1 GB/s, 4 GPUs
   CHECK(four.allreduce_ns(2000) == 13'000);                              // 10000 + 1.5 * 2000
   CHECK(four.allreduce_ns(1'004'000) == 1'516'000);                      // 10000 + 1.5 * 1004000
-  CHECK(RingCost{10'000, 1.0, 1}.allreduce_ns(1'000'000) == 0);          // one GPU exchanges nothing
-  CHECK(RingCost{0, 0, 64}.allreduce_ns(1'000'000) == 0);                // infinite link, no latency
-  const RingCost crawling{0, 1e9, 8};                                    // 1 byte/s
+  CHECK(RingCost{{10'000, 1.0}, 1}.allreduce_ns(1'000'000) == 0);          // one GPU exchanges nothing
+  CHECK(RingCost{{0, 0}, 64}.allreduce_ns(1'000'000) == 0);                // infinite link, no latency
+  const RingCost crawling{{0, 1e9}, 8};                                    // 1 byte/s
   CHECK_THROWS_AS(crawling.allreduce_ns(std::int64_t{1} << 40), Error);  // beyond the ns clock
 }
 
 TEST_CASE("the ring fit recovers latency and bandwidth exactly from synthetic collectives", "[scenario][distributed]") {
   // alpha = 15 us, beta = 0.5 ns/byte (2 GB/s), n = 4 (traffic 1.5 x bytes).
-  std::vector<scenarios::MeasuredCollective> samples;
+  std::vector<MeasuredCollective> samples;
   for (std::int64_t bytes : {1'000'000, 4'000'000, 16'000'000, 4'000'000})
     samples.push_back({bytes, 15'000 + bytes * 3 / 4});
-  const auto fit = scenarios::fit_ring(samples, 4);
+  const auto fit = fit_ring(samples, 4);
   REQUIRE(fit);
-  CHECK(fit->latency_ns == Approx(15'000).epsilon(1e-9));
-  CHECK(fit->ns_per_byte == Approx(0.5).epsilon(1e-9));
+  CHECK(fit->link.latency_ns == Approx(15'000).epsilon(1e-9));
+  CHECK(fit->link.ns_per_byte == Approx(0.5).epsilon(1e-9));
   CHECK(fit->rms_residual_ns == Approx(0).margin(1e-6));
   CHECK(fit->r_squared == Approx(1).epsilon(1e-12));
   CHECK(fit->samples == 4);
   CHECK(fit->distinct_sizes == 3);
   // A line needs two distinct sizes, and one GPU has no traffic to fit.
-  CHECK_FALSE(scenarios::fit_ring({{1'000, 10}, {1'000, 12}}, 4));
-  CHECK_FALSE(scenarios::fit_ring(samples, 1));
+  CHECK_FALSE(fit_ring({{1'000, 10}, {1'000, 12}}, 4));
+  CHECK_FALSE(fit_ring(samples, 1));
 }
 
 TEST_CASE("DDP buckets fill in ready order and close at their caps", "[scenario][distributed]") {
-  std::vector<scenarios::Gradient> g(3);
+  std::vector<Gradient> g(3);
   g[0].bytes = 2000, g[1].bytes = 1'000'000, g[2].bytes = 4000;
   auto same = [](const std::vector<Bucket>& a, const std::vector<Bucket>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Bucket& x, const Bucket& y) {
@@ -155,25 +155,25 @@ TEST_CASE("DDP buckets fill in ready order and close at their caps", "[scenario]
     });
   };
   // First cap 1000: {2000} closes at once; cap 2 MB: {1 MB, 4000} stays open to the end.
-  CHECK(same(scenarios::fill_buckets(g, 1000, 2'000'000), {{0, 1, 2000}, {1, 3, 1'004'000}}));
+  CHECK(same(fill_buckets(g, 1000, 2'000'000), {{0, 1, 2000}, {1, 3, 1'004'000}}));
   // First cap 5000: 2000 + 1 MB reaches it; 4000 < 1 MB is the last, partial bucket.
-  CHECK(same(scenarios::fill_buckets(g, 5000, 1'000'000), {{0, 2, 1'002'000}, {2, 3, 4000}}));
-  CHECK(scenarios::fill_buckets({}, 1, 1).empty());
+  CHECK(same(fill_buckets(g, 5000, 1'000'000), {{0, 2, 1'002'000}, {2, 3, 4000}}));
+  CHECK(fill_buckets({}, 1, 1).empty());
 }
 
 TEST_CASE("spread_bytes splits exactly in proportion", "[scenario][distributed]") {
-  CHECK(scenarios::spread_bytes(4000, {0, 10'000, 1'000}) ==
+  CHECK(spread_bytes(4000, {0, 10'000, 1'000}) ==
         std::vector<std::int64_t>{0, 3636, 364});  // 4000*10/11 = 3636.4
-  CHECK(scenarios::spread_bytes(4000, {1, 1, 1}) ==
+  CHECK(spread_bytes(4000, {1, 1, 1}) ==
         std::vector<std::int64_t>{1333, 1334, 1333});                             // rounding 1333.3, 2666.7
-  CHECK(scenarios::spread_bytes(10, {0, 0}) == std::vector<std::int64_t>{5, 5});  // no weight: equal
+  CHECK(spread_bytes(10, {0, 0}) == std::vector<std::int64_t>{5, 5});  // no weight: equal
 }
 
 // --- gradient discovery on the hand-built loop ----------------------------------------------
 
 TEST_CASE("gradients: ready tasks, optimizer barrier and sizes from each source", "[scenario][distributed]") {
   const Graph g = graph_of(training_loop());
-  auto passes = scenarios::find_backward_passes(g, scenarios::read_trace_collectives(g));
+  auto passes = find_backward_passes(g, read_trace_collectives(g));
   REQUIRE(passes.size() == 2);
   const auto& p = passes[0];
   REQUIRE(p.gradients.size() == 3);
@@ -186,7 +186,7 @@ TEST_CASE("gradients: ready tasks, optimizer barrier and sizes from each source"
   CHECK(passes[1].barrier == task_named(g, "sgd_0", 1));
 
   auto sized = [&](const Graph& graph, const std::string& spec) {
-    auto ps = scenarios::find_backward_passes(graph, scenarios::read_trace_collectives(graph));
+    auto ps = find_backward_passes(graph, read_trace_collectives(graph));
     const auto params = resolve_params(builtin_scenarios().find("ddp"), parse_scenario_spec(spec));
     const auto note = scenarios::assign_sizes(graph, ps, params, "ddp");
     return std::make_pair(gradient_bytes(ps), note);
@@ -279,14 +279,14 @@ TEST_CASE("ddp re-costs a trace's own NCCL all-reduces with the fitted latency a
   }
   const TempFile file("ddp_nccl.json", t.str());
   Graph g = build_graph(load_trace(file.path));
-  const auto collectives = scenarios::read_trace_collectives(g);
+  const auto collectives = read_trace_collectives(g);
   CHECK(collectives.world_size == 2);
-  REQUIRE(scenarios::traced_allreduce_tasks(collectives).size() == 3);
+  REQUIRE(traced_allreduce_tasks(collectives).size() == 3);
   const auto outcome = apply_scenario(g, parse_scenario_spec("ddp:gpus=4"));
   CHECK(
       mentions(outcome.notes, "fit to the trace's 3 all-reduces (3 sizes, n = 2): latency 20.0 us, bandwidth 1 GB/s"));
   // n = 4 (traffic 1.5 x bytes) at the fitted 20 us + 1 ns/byte: 6.02, 12.02 and 24.02 ms.
-  const auto kernels = scenarios::traced_allreduce_tasks(collectives);
+  const auto kernels = traced_allreduce_tasks(collectives);
   CHECK(g.task(kernels[0]).duration_ns == 6'020'000);
   CHECK(g.task(kernels[1]).duration_ns == 12'020'000);
   CHECK(g.task(kernels[2]).duration_ns == 24'020'000);
@@ -693,22 +693,22 @@ TEST_CASE("real: p3 is never slower than ddp when communication-bound", "[scenar
 TEST_CASE("real: the ring fit to ddp-convnet-a100-nccl's all-reduces", "[scenario][distributed][real]") {
   SKIP_WITHOUT_SHARED_TRACES();
   const Graph& g = predictor_of(kConvNet).base();
-  const auto collectives = scenarios::read_trace_collectives(g);
+  const auto collectives = read_trace_collectives(g);
   CHECK(collectives.world_size == 2);
-  std::vector<scenarios::MeasuredCollective> samples;
+  std::vector<MeasuredCollective> samples;
   for (const auto& c : collectives.list)
     if (c.allreduce && c.bytes != kNone && !c.tasks.empty()) samples.push_back({c.bytes, c.tasks_ns});
   REQUIRE(samples.size() == 15);  // 5 buckets x 3 steps
-  const auto fit = scenarios::fit_ring(samples, collectives.world_size);
+  const auto fit = fit_ring(samples, collectives.world_size);
   REQUIRE(fit);
-  WARN("ddp-convnet-a100-nccl fit: latency " << fit->latency_ns / 1e3 << " us, bandwidth " << 1 / fit->ns_per_byte
+  WARN("ddp-convnet-a100-nccl fit: latency " << fit->link.latency_ns / 1e3 << " us, bandwidth " << 1 / fit->link.ns_per_byte
                                              << " GB/s, rms residual " << fit->rms_residual_ns / 1e3 << " us, R^2 "
                                              << fit->r_squared);
   CHECK(fit->distinct_sizes == 5);
   // The kernels' times hardly depend on their sizes (they also wait for the other rank): the fit
   // explains almost nothing and the scenario falls back to the defaults.
   CHECK(fit->r_squared < 0.5);
-  CHECK(fit->latency_ns == Approx(2.793e6).epsilon(0.01));
+  CHECK(fit->link.latency_ns == Approx(2.793e6).epsilon(0.01));
   const auto p = predict(kConvNet, "ddp:gpus=2");
   CHECK(mentions(p.notes, "fit not used"));
   CHECK(mentions(p.notes, "re-costed the trace's all-reduce tasks for n = 2 GPUs: 15 of recorded size"));
@@ -746,7 +746,7 @@ TEST_CASE("real: ddp on the sc22 DDP U-Net: identity to the ns; the copy-back is
   // (116,977,029 fp32 parameters), launched by the thread that launched the all-reduces.
   std::map<std::int32_t, std::pair<int, std::int64_t>> per_step;
   for (TaskId t : removed_where(base, g, [&](TaskId t) { return base.task(t).kind == TaskKind::memcpy; })) {
-    CHECK(scenarios::is_device_to_device_copy(base, t));
+    CHECK(is_device_to_device_copy(base, t));
     auto& [copies, bytes] = per_step[base.task(t).iteration];
     ++copies, bytes += base.task(t).bytes;
   }

@@ -303,3 +303,77 @@ TEST_CASE("phases and layers come from the ranges around a task", "[transform][l
   std::filesystem::remove(path);
   CHECK_THROWS_WITH(apply_layer_file(g, path), Catch::Contains("no such file"));
 }
+
+// --- the primitives scenarios are made of (walking by edge type, blocks) ---
+
+TEST_CASE("neighbours by edge type, chains and launches", "[transform][primitives]") {
+  Pipeline p;
+  CHECK(successor(p.g, p.a, EdgeType::launch) == p.k1);
+  CHECK(successor(p.g, p.a, EdgeType::cpu_sequential) == p.b);
+  CHECK(successor(p.g, p.a, EdgeType::sync) == kNoTask);
+  CHECK(predecessor(p.g, p.k2, EdgeType::launch) == p.b);
+  CHECK(predecessor(p.g, p.k2, EdgeType::gpu_sequential) == p.k1);
+  CHECK(predecessor(p.g, p.c, EdgeType::sync) == p.k2);
+  CHECK(chain_next(p.g, p.b) == p.c);
+  CHECK(chain_prev(p.g, p.b) == p.a);
+  CHECK(chain_next(p.g, p.k2) == kNoTask);
+  CHECK(launched_by(p.g, p.b) == std::vector<TaskId>{p.k2});
+  CHECK(launched_by(p.g, std::vector<TaskId>{p.b, p.a, p.c}) == std::vector<TaskId>{p.k2, p.k1});
+  CHECK(launching_call(p.g, p.k1) == p.a);
+  const auto by_unit = tasks_by_unit(p.g);
+  CHECK(by_unit[p.cpu] == std::vector<TaskId>{p.a, p.b, p.c});
+  CHECK(by_unit[p.gpu] == std::vector<TaskId>{p.k1, p.k2});
+}
+
+TEST_CASE("the visitors stop when asked and see every edge in order", "[transform][primitives]") {
+  Pipeline p;
+  std::vector<std::pair<TaskId, EdgeType>> seen;
+  const bool finished = p.g.visit_successors(p.a, [&](TaskId t, const Edge& e) {
+    seen.emplace_back(t, e.type);
+    return true;
+  });
+  CHECK(finished);
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0] == std::pair(p.b, EdgeType::cpu_sequential));
+  CHECK(seen[1] == std::pair(p.k1, EdgeType::launch));
+  int calls = 0;
+  CHECK_FALSE(p.g.visit_predecessors(p.c, [&](TaskId, const Edge&) { return ++calls, false; }));
+  CHECK(calls == 1);
+}
+
+TEST_CASE("replace_block puts new tasks where the block was, keeping only the gaps around it", "[transform][primitives]") {
+  Pipeline p;
+  // b and its kernel k2 become one CPU task and one kernel of 5 us that takes over k2's wait by c.
+  NewTask call;
+  call.name = "fused call";
+  call.kind = TaskKind::runtime;
+  call.duration_ns = 3 * us;
+  NewTask kernel;
+  kernel.name = "fused kernel";
+  kernel.kind = TaskKind::kernel;
+  kernel.duration_ns = 5 * us;
+  const auto inserted = replace_block(p.g, {p.b, p.k2}, {{p.cpu, {call}, 0, false}, {p.gpu, {kernel}, 0, true}});
+  REQUIRE(inserted.size() == 2);
+  const TaskId f = inserted[0].at(0), k = inserted[1].at(0);
+  CHECK(p.g.removed(p.b));
+  CHECK(p.g.removed(p.k2));
+  CHECK(edge_between(p.g, p.a, f)->delay_ns == 1 * us);  // the gap before b
+  CHECK(edge_between(p.g, f, p.c)->delay_ns == 1 * us);  // the gap after b
+  CHECK(edge_between(p.g, p.k1, k)->type == EdgeType::gpu_sequential);
+  CHECK(edge_between(p.g, k, p.c)->type == EdgeType::sync);  // taken over from k2
+  p.g.connect(f, k, {EdgeType::launch, Timing::start_to_start, 2 * us, false});
+  const auto r = simulate(p.g);
+  CHECK(r.start_ns[f] == 11 * us);
+  CHECK(r.start_ns[k] == 42 * us);   // after k1
+  CHECK(r.start_ns[p.c] == 47 * us);  // waits for the fused kernel
+  CHECK_THROWS_WITH(replace_block(p.g, {p.a}, {{p.gpu, {kernel}, 0, false}}),
+                    Catch::Contains("the block has no task on unit 1"));
+}
+
+TEST_CASE("TaskFilter::rank selects the tasks of one rank's units", "[transform][primitives]") {
+  Pipeline p;
+  p.g.unit(p.gpu).rank = 3;
+  CHECK(p.g.select(TaskFilter().rank(3)).ids() == std::vector<TaskId>{p.k1, p.k2});
+  CHECK(p.g.select(TaskFilter().rank(0)).empty());
+  CHECK(p.g.select(TaskFilter().rank(3).rank(kNone)).size() == 5);
+}

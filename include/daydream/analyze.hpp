@@ -1,57 +1,28 @@
 #pragma once
-// What the data-parallel scenarios (ddp, p3) share: the ring all-reduce cost model and its
-// least-squares fit to the trace's own collectives, the collectives the trace records, where each
-// gradient becomes ready in the backward pass and how big it is, DDP's bucketing, and the
-// parameters both scenarios take. Models and formats: docs/scenarios/ddp.md.
+/// @file analyze.hpp
+/// @brief Facts read off a graph that models of data-parallel training and optimizer changes
+/// need: the collectives the trace records, what each CPU thread launched, the backward passes
+/// and where each gradient becomes ready, a traced DDP run's buckets and the copies around them,
+/// DDP's bucketing rule. Read-only: nothing here changes a graph. docs/scenarios/ddp.md.
+///
+/// @code
+///   auto collectives = daydream::read_trace_collectives(graph);
+///   for (const auto& pass : daydream::find_backward_passes(graph, collectives))
+///     std::cout << pass.gradients.size() << " gradients, barrier " << pass.barrier << "\n";
+/// @endcode
+
 #include <cstdint>
-#include <map>
-#include <optional>
 #include <string>
-#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "daydream/graph.hpp"
-#include "daydream/scenario.hpp"
 
-namespace daydream::scenarios {
+namespace daydream {
 
-// --- the cost model ---
-
-/// Bytes each GPU sends in a ring all-reduce of `bytes` over `ranks` GPUs: 2(n-1)/n * bytes.
-double ring_traffic_bytes(std::int64_t ranks, double bytes);
-
-/// Ring all-reduce time: latency + 2(n-1)/n * bytes * ns_per_byte.
-struct RingCost {
-  double latency_ns = 0;   ///< alpha: fixed cost of one collective
-  double ns_per_byte = 0;  ///< beta = 1e9 / link bandwidth (bytes/s); 0 for an infinite link
-  std::int64_t ranks = 1;  ///< n = machines * gpus
-  /// 0 when ranks == 1 (one GPU has nothing to exchange); rounded to the nearest ns.
-  TimeNs allreduce_ns(std::int64_t bytes) const;
-};
-
-/// One collective the trace measured: its size and its duration.
-struct MeasuredCollective {
-  std::int64_t bytes = 0;
-  TimeNs duration_ns = 0;
-};
-
-/// duration = latency + ns_per_byte * 2(n-1)/n * bytes, fitted by least squares.
-struct RingFit {
-  double latency_ns = 0;
-  double ns_per_byte = 0;
-  double rms_residual_ns = 0;  ///< root mean square of (measured - fitted)
-  double r_squared = 0;        ///< share of the variance of the durations the fit explains
-  std::size_t samples = 0;
-  std::size_t distinct_sizes = 0;
-};
-
-/// Fits duration = latency + ns_per_byte * traffic to (traffic bytes, duration) samples by least
-/// squares; nullopt with fewer than two distinct traffic sizes.
-std::optional<RingFit> fit_latency_bandwidth(const std::vector<std::pair<double, TimeNs>>& samples);
-
-/// Fits the ring model to measured collectives of `ranks` GPUs; nullopt when fewer than two
-/// distinct sizes (a line needs two points) or ranks < 2 (no traffic to fit).
-std::optional<RingFit> fit_ring(const std::vector<MeasuredCollective>& samples, std::int64_t ranks);
+/// Median duration of the trace's kernel-launch calls (cudaLaunchKernel, cuLaunchKernel, ...);
+/// `fallback_ns` when the graph has none.
+TimeNs median_launch_call_ns(const Graph& graph, TimeNs fallback_ns = 5'000);
 
 // --- the trace's own collectives (`record_param_comms`) ---
 
@@ -74,6 +45,9 @@ struct TraceCollectives {
 /// the communication tasks each launched; all-reduce kernels outside such a range are listed
 /// with unknown size.
 TraceCollectives read_trace_collectives(const Graph& graph);
+
+/// The trace's all-reduce communication tasks (NCCL kernels) inside a record_param_comms range, by id.
+std::vector<TaskId> traced_allreduce_tasks(const TraceCollectives& collectives);
 
 // --- gradients ---
 
@@ -115,26 +89,17 @@ class LaunchIndex {
   std::vector<std::vector<std::pair<TimeNs, TaskId>>> by_thread_;
 };
 
-/// The task after `task` on its stream (its gpu_sequential successor on the same unit), or kNoTask.
-TaskId stream_successor(const Graph& graph, TaskId task);
-
 /// Finds the backward passes: AccumulateGrad ranges grouped by iteration (ProfilerStep; between
 /// optimizer steps when the trace marks none). Gradient sizes are left at 0 (assign_sizes).
 std::vector<BackwardPass> find_backward_passes(const Graph& graph, const TraceCollectives& collectives);
 
-/// Sets every Gradient::bytes from, in this order: the param_file parameter, the params
-/// parameter, or the trace's recorded all_reduce sizes of each pass (spread over the gradients by
-/// a proxy). Throws Error naming `scenario` and both parameters when none is available. Returns
-/// a note saying which source (and proxy) was used.
-std::string assign_sizes(const Graph& graph, std::vector<BackwardPass>& passes, const ScenarioParams& params,
-                         std::string_view scenario);
-
-/// The model's gradient bytes from param_file or params (times bytes_per_param), kNone when
-/// neither is given.
-std::int64_t given_total_bytes(const ScenarioParams& params, std::string_view scenario);
-
 /// Splits `total_bytes` over `weights` in proportion (exactly: the parts sum to total_bytes).
 std::vector<std::int64_t> spread_bytes(std::int64_t total_bytes, const std::vector<double>& weights);
+
+/// Spreads `total_bytes` over the pass's gradients in proportion to a size proxy: the optimizer's
+/// per-parameter update kernels, else the AccumulateGrad kernels, else equal shares. Returns the
+/// proxy's name.
+std::string spread_over_gradients(const Graph& graph, BackwardPass& pass, std::int64_t total_bytes);
 
 // --- a traced DDP run: its buckets, and the copies DDP adds around them ---
 
@@ -171,8 +136,6 @@ std::vector<TaskId> copy_back_copies(const Graph& graph, const LaunchIndex& laun
 /// it. By id.
 std::vector<TaskId> buffer_broadcast_tasks(const Graph& graph, const LaunchIndex& launches);
 
-// --- DDP buckets ---
-
 /// Gradients [first, last) in ready order, all-reduced together once the last one is ready.
 struct Bucket {
   std::size_t first = 0, last = 0;
@@ -183,39 +146,4 @@ struct Bucket {
 /// (`first_cap` for the first bucket, `cap` after).
 std::vector<Bucket> fill_buckets(const std::vector<Gradient>& gradients, std::int64_t first_cap, std::int64_t cap);
 
-// --- what ddp and p3 share ---
-
-/// machines, gpus, intra, inter, latency, bucket, first_bucket, params, bytes_per_param, param_file.
-std::vector<ScenarioParam> data_parallel_params();
-
-/// n = machines * gpus.
-std::int64_t ranks_of(const ScenarioParams& params);
-
-/// The cost model for the requested cluster: the link is `intra` on one machine and `inter`
-/// across machines (a flat ring is as fast as its slowest link). Where the trace holds
-/// all-reduces of known size, their least-squares fit replaces the defaults of latency and
-/// bandwidth that were not given. Appends what it used to `notes`.
-RingCost cluster_cost(const ScenarioParams& params, const TraceCollectives& collectives,
-                      std::vector<std::string>& notes);
-
-/// The trace's all-reduce communication tasks (NCCL kernels) inside a record_param_comms range.
-std::vector<TaskId> traced_allreduce_tasks(const TraceCollectives& collectives);
-
-/// The ring model for the cluster the trace ran on, to cost all-reduces the trace does not have
-/// (merged buckets): the fit to the trace's all-reduces of recorded size where it explains them;
-/// otherwise `latency` (given, or its default) and the bandwidth at which the model's times add
-/// up to the measured times of the traced all-reduces of known size (`bytes`, recorded or
-/// spread): ns_per_byte = sum(duration - latency) / sum(traffic). n is the trace's world size
-/// (2 when the trace does not say: the traffic factor 2(n-1)/n then cancels between the
-/// measured bandwidth and the costed all-reduces). Appends what it used to `notes`.
-RingCost traced_cluster_cost(const Graph& graph, const TraceCollectives& collectives,
-                             const std::map<TaskId, std::int64_t>& bytes, const ScenarioParams& params,
-                             std::vector<std::string>& notes);
-
-/// A new communication channel unit named `name` (made unique with a suffix if taken).
-UnitId add_comm_channel(Graph& graph, const std::string& name);
-
-/// "25.2 MB" style size for task names and notes.
-std::string format_bytes(double bytes);
-
-}  // namespace daydream::scenarios
+}  // namespace daydream

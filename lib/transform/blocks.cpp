@@ -1,0 +1,168 @@
+// Editing blocks of work (transform.hpp): a block removed without the gaps inside it, tasks
+// inserted at an exact place on a chain, a block replaced by new tasks, GPU work removed with its
+// launches.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "daydream/error.hpp"
+#include "daydream/transform.hpp"
+
+namespace daydream {
+namespace {
+
+bool is_sequential(EdgeType type) { return type == EdgeType::cpu_sequential || type == EdgeType::gpu_sequential; }
+
+bool on_chain(const Graph& graph, TaskId a, TaskId b, EdgeType type) {
+  return is_sequential(type) && graph.task(a).unit == graph.task(b).unit;
+}
+
+// The block's first task on `unit`, by recorded start (ties by id).
+TaskId first_on_unit(const Graph& graph, const std::vector<TaskId>& block, UnitId unit) {
+  TaskId first = kNoTask;
+  auto key = [&](TaskId t) { return std::pair(graph.task(t).recorded_start_ns, t); };
+  for (TaskId t : block)
+    if (graph.task(t).unit == unit && (first == kNoTask || key(t) < key(first))) first = t;
+  if (first == kNoTask) throw Error(fmt::format("replace_block: the block has no task on unit {}", unit));
+  return first;
+}
+
+// The replaced tasks' other edges moved to the new tasks of their unit (see Replacement).
+void take_over_edges(Graph& graph, const CrossingEdges& crossing, const std::map<UnitId, std::pair<TaskId, TaskId>>& ends) {
+  std::map<std::pair<TaskId, TaskId>, Edge> edges;
+  auto keep = [&](TaskId from, TaskId to, const Edge& e) {
+    auto [it, fresh] = edges.try_emplace({from, to}, e);
+    if (!fresh) it->second.delay_ns = std::max(it->second.delay_ns, e.delay_ns);
+  };
+  auto moves = [&](const Graph::EdgeRecord& r) {
+    return r.edge.type != EdgeType::launch && !on_chain(graph, r.from, r.to, r.edge.type);
+  };
+  for (const auto& r : crossing.in)
+    if (const auto e = ends.find(graph.task(r.to).unit); e != ends.end() && moves(r)) keep(r.from, e->second.first, r.edge);
+  for (const auto& r : crossing.out)
+    if (const auto e = ends.find(graph.task(r.from).unit); e != ends.end() && moves(r)) keep(e->second.second, r.to, r.edge);
+  for (const auto& [pair, edge] : edges) graph.connect(pair.first, pair.second, edge);
+}
+
+}  // namespace
+
+ChainSpot chain_spot(const Graph& graph, TaskId first, const std::vector<char>& in_block) {
+  ChainSpot spot;
+  spot.release_ns = graph.task(first).release_ns;
+  graph.visit_predecessors(first, [&](TaskId p, const Edge& e) {
+    if (on_chain(graph, p, first, e.type)) spot.prev = p, spot.delay_in_ns = e.delay_ns;
+    return true;
+  });
+  for (TaskId t = first; t != kNoTask && spot.next == kNoTask;) {
+    TaskId after = kNoTask;
+    graph.visit_successors(t, [&](TaskId s, const Edge& e) {
+      if (!on_chain(graph, t, s, e.type)) return true;
+      after = s;
+      const bool inside = s < in_block.size() && in_block[s];
+      if (!inside) spot.next = s, spot.delay_out_ns = e.delay_ns;
+      return true;
+    });
+    t = after;
+  }
+  return spot;
+}
+
+CrossingEdges remove_block(Graph& graph, std::vector<TaskId> tasks) {
+  std::vector<char> in_block(graph.num_tasks(), 0);
+  for (TaskId t : tasks) in_block[t] = 1;
+  CrossingEdges crossing;
+  for (TaskId t : tasks) {
+    for (const auto& s : graph.successors(t)) {
+      if (in_block[s.task]) graph.edge(t, s.task).delay_ns = 0;
+      else crossing.out.push_back({t, s.task, s.edge});
+    }
+    for (const auto& p : graph.predecessors(t))
+      if (!in_block[p.task]) crossing.in.push_back({p.task, t, p.edge});
+  }
+  auto key = [&](TaskId t) {
+    const bool gpu = graph.units()[graph.task(t).unit].kind != UnitKind::cpu_thread;
+    const TimeNs start = graph.task(t).recorded_start_ns;
+    return std::tuple(gpu, gpu ? -start : start, gpu ? -static_cast<std::int64_t>(t) : t);
+  };
+  std::sort(tasks.begin(), tasks.end(), [&](TaskId a, TaskId b) { return key(a) < key(b); });
+  for (TaskId t : tasks) graph.remove(t);
+  return crossing;
+}
+
+TaskId insert_between(Graph& graph, NewTask task, TaskId prev, TaskId next, TimeNs delay_in_ns, TimeNs delay_out_ns,
+                      TimeNs release_ns) {
+  task.after.clear();
+  task.before.clear();
+  if (prev != kNoTask) task.after.push_back(prev);
+  if (next != kNoTask) task.before.push_back(next);
+  task.after_delay_ns = delay_in_ns;
+  task.before_delay_ns = delay_out_ns;
+  const TaskId id = graph.insert(task);
+  // Splitting prev -> next, insert keeps the larger of delay_in_ns and that edge's delay.
+  if (prev != kNoTask) graph.edge(prev, id).delay_ns = delay_in_ns;
+  else graph.task(id).release_ns = release_ns;
+  return id;
+}
+
+std::vector<std::vector<TaskId>> replace_block(Graph& graph, const std::vector<TaskId>& block,
+                                               std::vector<Replacement> replacements) {
+  std::vector<char> in_block(graph.num_tasks(), 0);
+  for (TaskId t : block) in_block[t] = 1;
+  std::vector<ChainSpot> spots;
+  for (const Replacement& r : replacements) spots.push_back(chain_spot(graph, first_on_unit(graph, block, r.unit), in_block));
+  const CrossingEdges crossing = remove_block(graph, block);
+  std::vector<std::vector<TaskId>> inserted(replacements.size());
+  std::map<UnitId, std::pair<TaskId, TaskId>> ends;  // of the units whose replacement takes over edges
+  for (std::size_t i = 0; i < replacements.size(); ++i) {
+    const ChainSpot& spot = spots[i];
+    TaskId prev = spot.prev;
+    TimeNs delay = spot.delay_in_ns;
+    for (NewTask& task : replacements[i].tasks) {
+      task.unit = replacements[i].unit;
+      prev = insert_between(graph, std::move(task), prev, spot.next, delay, spot.delay_out_ns, spot.release_ns);
+      inserted[i].push_back(prev);
+      delay = replacements[i].gap_ns;
+    }
+    if (replacements[i].take_over_edges && !inserted[i].empty())
+      ends[replacements[i].unit] = {inserted[i].front(), inserted[i].back()};
+  }
+  take_over_edges(graph, crossing, ends);
+  return inserted;
+}
+
+std::size_t remove_with_launches(Graph& graph, const std::vector<TaskId>& gpu_tasks) {
+  std::vector<TaskId> calls;
+  for (TaskId t : gpu_tasks) {
+    const TaskId call = launching_call(graph, t);  // NCCL kernels hang off their call by a communication edge
+    if (call != kNoTask) calls.push_back(call);
+  }
+  std::sort(calls.begin(), calls.end());
+  calls.erase(std::unique(calls.begin(), calls.end()), calls.end());
+  // Decided before the GPU tasks go: removing one bridges its call to the task after it on the
+  // stream with a launch-typed edge, which would look like another launch.
+  std::vector<TaskId> sorted_tasks = gpu_tasks;
+  std::sort(sorted_tasks.begin(), sorted_tasks.end());
+  const auto launches_only_these = [&](TaskId call) {
+    return graph.visit_successors(call, [&](TaskId s, const Edge& e) {
+      const bool launch = e.type == EdgeType::launch || (e.type == EdgeType::communication && is_gpu(graph.task(s).kind));
+      return !launch || std::binary_search(sorted_tasks.begin(), sorted_tasks.end(), s);
+    });
+  };
+  calls.erase(std::remove_if(calls.begin(), calls.end(), [&](TaskId c) { return !launches_only_these(c); }), calls.end());
+  for (TaskId t : gpu_tasks)
+    if (!graph.removed(t)) graph.remove(t);
+  std::size_t removed = 0;
+  for (TaskId call : calls)
+    if (!graph.removed(call)) graph.remove(call), ++removed;
+  return removed;
+}
+
+UnitId add_comm_channel(Graph& graph, const std::string& name) {
+  std::string unique = name;
+  for (int k = 2; graph.find_unit(unique); ++k) unique = fmt::format("{} #{}", name, k);
+  return graph.add_unit({UnitKind::comm_channel, unique, kNone, kNone, false});
+}
+
+}  // namespace daydream

@@ -1,0 +1,124 @@
+// Walking the graph (transform.hpp): neighbours by edge type, what a call launched, the tasks of
+// each unit in trace order and the windows of named CPU ranges.
+#include <algorithm>
+#include <regex>
+#include <unordered_map>
+
+#include "daydream/transform.hpp"
+
+namespace daydream {
+namespace {
+
+bool is_sequential(EdgeType type) { return type == EdgeType::cpu_sequential || type == EdgeType::gpu_sequential; }
+
+// An edge of `type` to `neighbor` that counts: a sequential one only on `task`'s own unit.
+bool joins(const Graph& graph, TaskId task, TaskId neighbor, const Edge& edge, EdgeType type) {
+  if (edge.type != type) return false;
+  return !is_sequential(type) || graph.task(neighbor).unit == graph.task(task).unit;
+}
+
+bool on_chain(const Graph& graph, TaskId task, TaskId neighbor, const Edge& edge) {
+  return is_sequential(edge.type) && graph.task(neighbor).unit == graph.task(task).unit;
+}
+
+std::regex compile_range_pattern(const std::string& pattern) {
+  check_pattern(pattern, "range");
+  const bool ignore_case = pattern.rfind("(?i)", 0) == 0;
+  auto flags = std::regex::ECMAScript;
+  if (ignore_case) flags |= std::regex::icase;
+  return std::regex(ignore_case ? pattern.substr(4) : pattern, flags);
+}
+
+}  // namespace
+
+TaskId successor(const Graph& graph, TaskId task, EdgeType type) {
+  TaskId found = kNoTask;
+  graph.visit_successors(task, [&](TaskId s, const Edge& e) {
+    if (joins(graph, task, s, e, type)) found = s;
+    return found == kNoTask;
+  });
+  return found;
+}
+
+TaskId predecessor(const Graph& graph, TaskId task, EdgeType type) {
+  TaskId found = kNoTask;
+  graph.visit_predecessors(task, [&](TaskId p, const Edge& e) {
+    if (joins(graph, task, p, e, type)) found = p;
+    return found == kNoTask;
+  });
+  return found;
+}
+
+TaskId chain_next(const Graph& graph, TaskId task) {
+  TaskId found = kNoTask;
+  graph.visit_successors(task, [&](TaskId s, const Edge& e) {
+    if (on_chain(graph, task, s, e)) found = s;
+    return found == kNoTask;
+  });
+  return found;
+}
+
+TaskId chain_prev(const Graph& graph, TaskId task) {
+  TaskId found = kNoTask;
+  graph.visit_predecessors(task, [&](TaskId p, const Edge& e) {
+    if (on_chain(graph, task, p, e)) found = p;
+    return found == kNoTask;
+  });
+  return found;
+}
+
+std::vector<TaskId> launched_by(const Graph& graph, TaskId call) {
+  std::vector<TaskId> launched;
+  graph.visit_successors(call, [&](TaskId s, const Edge& e) {
+    const bool launch = e.type == EdgeType::launch || e.type == EdgeType::communication;
+    if (launch && graph.units()[graph.task(s).unit].kind == UnitKind::gpu_stream) launched.push_back(s);
+    return true;
+  });
+  return launched;
+}
+
+std::vector<TaskId> launched_by(const Graph& graph, const std::vector<TaskId>& calls) {
+  std::vector<TaskId> launched;
+  for (TaskId call : calls)
+    for (TaskId g : launched_by(graph, call)) launched.push_back(g);
+  return launched;
+}
+
+std::vector<std::vector<TaskId>> tasks_by_unit(const Graph& graph) {
+  std::vector<std::vector<TaskId>> by_unit(graph.units().size());
+  for (TaskId t = 0; t < graph.num_tasks(); ++t)
+    if (!graph.removed(t)) by_unit[graph.task(t).unit].push_back(t);
+  for (auto& list : by_unit)
+    std::stable_sort(list.begin(), list.end(), [&](TaskId a, TaskId b) {
+      return graph.task(a).recorded_start_ns < graph.task(b).recorded_start_ns;
+    });
+  return by_unit;
+}
+
+std::vector<RangeWindow> range_windows(const Graph& graph, const std::string& pattern) {
+  const std::regex regex = compile_range_pattern(pattern);
+  std::unordered_map<std::uint32_t, bool> matches;  // per interned name: one regex search each
+  std::vector<RangeWindow> windows;
+  for (const CpuRange& r : graph.ranges()) {  // sorted by unit, then start
+    auto [it, fresh] = matches.try_emplace(r.name, false);
+    if (fresh) it->second = std::regex_search(std::string(graph.string(r.name)), regex);
+    if (!it->second) continue;
+    if (!windows.empty() && windows.back().unit == r.unit && r.start_ns < windows.back().end_ns)
+      windows.back().end_ns = std::max(windows.back().end_ns, r.end_ns);
+    else
+      windows.push_back({r.unit, r.start_ns, r.end_ns});
+  }
+  return windows;
+}
+
+std::vector<TaskId> tasks_in(const Graph& graph, const std::vector<TaskId>& unit_tasks, const RangeWindow& window) {
+  auto start = [&](TaskId t) { return graph.task(t).recorded_start_ns; };
+  auto it = std::lower_bound(unit_tasks.begin(), unit_tasks.end(), window.start_ns,
+                             [&](TaskId t, TimeNs s) { return start(t) < s; });
+  std::vector<TaskId> inside;
+  for (; it != unit_tasks.end() && window.contains(start(*it)); ++it)
+    if (!graph.removed(*it)) inside.push_back(*it);
+  return inside;
+}
+
+}  // namespace daydream
