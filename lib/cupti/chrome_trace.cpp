@@ -5,26 +5,11 @@
 #include <set>
 #include <unordered_map>
 
+#include "common/json_string.hpp"
 #include "cupti/names.hpp"
 
 namespace daydream::cupti {
 namespace {
-
-// Length of the valid UTF-8 sequence at text[i], or 0 when it is not valid UTF-8.
-std::size_t utf8_length(std::string_view text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  std::size_t length = 0;
-  unsigned char low = 0x80, high = 0xbf;  // allowed range of the second byte
-  if (lead >= 0xc2 && lead <= 0xdf) length = 2;
-  else if (lead >= 0xe0 && lead <= 0xef) length = 3, low = lead == 0xe0 ? 0xa0 : 0x80, high = lead == 0xed ? 0x9f : 0xbf;
-  else if (lead >= 0xf0 && lead <= 0xf4) length = 4, low = lead == 0xf0 ? 0x90 : 0x80, high = lead == 0xf4 ? 0x8f : 0xbf;
-  if (length == 0 || i + length > text.size()) return 0;
-  if (byte(i + 1) < low || byte(i + 1) > high) return 0;
-  for (std::size_t k = 2; k < length; ++k)
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
-  return length;
-}
 
 /// One JSON object per event, appended to a string: `{"ph": "X", "cat": ..., "args": {...}}`.
 class EventWriter {
@@ -36,9 +21,9 @@ class EventWriter {
     first_event_ = false;
     out_ += ph;
     out_ += "\", \"cat\": ";
-    out_ += json_string(cat);
+    out_ += json::quoted(cat);
     out_ += ", \"name\": ";
-    out_ += json_string(name);
+    out_ += json::quoted(name);
     return *this;
   }
   EventWriter& field(std::string_view key, std::int64_t value) {
@@ -53,7 +38,7 @@ class EventWriter {
   }
   EventWriter& text(std::string_view key, std::string_view value) {
     key_(key);
-    out_ += json_string(value);
+    out_ += json::quoted(value);
     return *this;
   }
   EventWriter& raw(std::string_view key, std::string_view json) {
@@ -79,7 +64,7 @@ class EventWriter {
   void key_(std::string_view key) {
     if (in_args_ && first_arg_) first_arg_ = false;
     else out_ += ", ";
-    out_ += json_string(key);
+    out_ += json::quoted(key);
     out_ += ": ";
   }
   void append_int(std::int64_t value) {
@@ -243,7 +228,7 @@ std::string device_properties(const Batch& batch) {
   std::string out = "[";
   for (const DeviceRecord& d : batch.devices) {
     if (out.size() > 1) out += ", ";
-    out += "{\"id\": " + std::to_string(d.id) + ", \"name\": " + json_string(d.name) +
+    out += "{\"id\": " + std::to_string(d.id) + ", \"name\": " + json::quoted(d.name) +
            ", \"totalGlobalMem\": " + std::to_string(d.global_memory_bytes) +
            ", \"computeMajor\": " + std::to_string(d.compute_major) +
            ", \"computeMinor\": " + std::to_string(d.compute_minor) +
@@ -258,7 +243,7 @@ std::string window_bound(TimeNs t) {
 
 std::string collector_info(const Batch& batch, const TraceInfo& info) {
   const RecorderCounters& c = batch.counters;
-  std::string out = "{\"version\": " + json_string(info.collector_version) +
+  std::string out = "{\"version\": " + json::quoted(info.collector_version) +
                     ", \"pid\": " + std::to_string(info.process_id) +
                     ", \"clock\": \"CUPTI timestamps\", \"recording\": ";
   out += batch.windows.whole_run() ? "\"whole run\"" : "\"windows\"";
@@ -291,36 +276,6 @@ std::string format_us(TimeNs ns) {
   return out;
 }
 
-std::string json_string(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size();) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80) {
-      const std::size_t length = utf8_length(text, i);
-      if (length == 0) {
-        out += "\\ufffd";
-        ++i;
-      } else {
-        out.append(text.substr(i, length));
-        i += length;
-      }
-      continue;
-    }
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-    ++i;
-  }
-  return out + "\"";
-}
 
 void write_chrome_trace(const Batch& batch, const TraceInfo& info, std::ostream& out) {
   std::string text = "{\"schemaVersion\": 1,\n \"deviceProperties\": " + device_properties(batch) +

@@ -30,7 +30,4 @@ void write_chrome_trace(const Batch& batch, const TraceInfo& info, std::ostream&
 /// `ns` as microseconds with three decimals ("1712195495519695.812", "-0.005").
 std::string format_us(TimeNs ns);
 
-/// `text` as a JSON string literal (quoted, escaped; bytes that are not UTF-8 become U+FFFD).
-std::string json_string(std::string_view text);
-
 }  // namespace daydream::cupti

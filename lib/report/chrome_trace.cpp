@@ -14,53 +14,12 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "common/json_string.hpp"
 #include "daydream/error.hpp"
 #include "daydream/predict.hpp"
 
 namespace daydream {
 namespace {
-
-/// Length of the valid UTF-8 sequence starting at text[i], or 0 when it is not valid UTF-8.
-std::size_t utf8_length(std::string_view text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  std::size_t length = 0;
-  unsigned char low = 0x80, high = 0xbf;  // allowed range of the second byte (RFC 3629)
-  if (lead >= 0xc2 && lead <= 0xdf) length = 2;
-  else if (lead >= 0xe0 && lead <= 0xef) length = 3, low = lead == 0xe0 ? 0xa0 : 0x80, high = lead == 0xed ? 0x9f : 0xbf;
-  else if (lead >= 0xf0 && lead <= 0xf4) length = 4, low = lead == 0xf0 ? 0x90 : 0x80, high = lead == 0xf4 ? 0x8f : 0xbf;
-  if (length == 0 || i + length > text.size() || byte(i + 1) < low || byte(i + 1) > high) return 0;
-  for (std::size_t k = 2; k < length; ++k)
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
-  return length;
-}
-
-/// `text` as a JSON string literal; bytes that are not valid UTF-8 become U+FFFD.
-void append_json_string(std::string& out, std::string_view text) {
-  out += '"';
-  for (std::size_t i = 0; i < text.size();) {
-    const char c = text[i];
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x80) {
-      const std::size_t length = utf8_length(text, i);
-      if (length == 0) out += "\xef\xbf\xbd", ++i;
-      else out.append(text, i, length), i += length;
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (byte < 0x20) fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<int>(byte));
-        else out += c;
-    }
-    ++i;
-  }
-  out += '"';
-}
 
 /// Nanoseconds as microseconds with exactly three decimals ("12.345"), exact for any integer.
 void append_us(std::string& out, TimeNs ns) {
@@ -75,7 +34,7 @@ class NameCache {
   explicit NameCache(const Graph& graph) : graph_(graph) {}
   const std::string& operator()(std::uint32_t index) {
     auto [it, inserted] = cache_.try_emplace(index);
-    if (inserted) append_json_string(it->second, graph_.string(index));
+    if (inserted) json::append_string(it->second, graph_.string(index));
     return it->second;
   }
 
@@ -167,7 +126,7 @@ class EventWriter {
   /// A metadata ("M") event with one argument: a string or a number.
   void metadata(int pid, std::int64_t tid, std::string_view name, std::string_view key, std::string_view value) {
     begin_metadata(pid, tid, name, key);
-    append_json_string(out_, value);
+    json::append_string(out_, value);
     out_ += "}}";
   }
   void metadata(int pid, std::int64_t tid, std::string_view name, std::string_view key, std::int64_t value) {

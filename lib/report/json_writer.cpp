@@ -1,5 +1,7 @@
 #include "report/json_writer.hpp"
 
+#include "common/json_string.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -61,22 +63,7 @@ JsonWriter& JsonWriter::value(std::string_view text) {
   return *this;
 }
 
-void JsonWriter::write_string(std::string_view text) {
-  out_ += '"';
-  for (char c : text) {
-    switch (c) {
-      case '"': out_ += "\\\""; break;
-      case '\\': out_ += "\\\\"; break;
-      case '\n': out_ += "\\n"; break;
-      case '\t': out_ += "\\t"; break;
-      case '\r': out_ += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) out_ += fmt::format("\\u{:04x}", static_cast<int>(c));
-        else out_ += c;
-    }
-  }
-  out_ += '"';
-}
+void JsonWriter::write_string(std::string_view text) { json::append_string(out_, text); }
 
 JsonWriter& JsonWriter::value(std::int64_t number) {
   separate();

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <variant>
 
+#include "common/json_string.hpp"
 #include "cupti/chrome_trace.hpp"
 #include "cupti/collector_session.hpp"
 #include "cupti/names.hpp"
@@ -197,9 +198,9 @@ TEST_CASE("collector names: API names, copies, syncs, demangling, times and JSON
   CHECK(format_us(kT0 + 123) == "1700000000000000.123");
   CHECK(format_us(5) == "0.005");
   CHECK(format_us(-1500) == "-1.500");
-  CHECK(json_string("a\"b\\c\n") == R"("a\"b\\c\u000a")");
-  CHECK(json_string("caf\xc3\xa9") == "\"caf\xc3\xa9\"");     // valid UTF-8 kept
-  CHECK(json_string("bad\xff\xc3") == R"("bad\ufffd\ufffd")");  // invalid bytes replaced
+  CHECK(json::quoted("a\"b\\c\n\x01") == R"("a\"b\\c\n\u0001")");
+  CHECK(json::quoted("caf\xc3\xa9") == "\"caf\xc3\xa9\"");                   // valid UTF-8 kept
+  CHECK(json::quoted("bad\xff\xc3") == "\"bad\xef\xbf\xbd\xef\xbf\xbd\"");  // invalid bytes: U+FFFD
 }
 
 TEST_CASE("synthetic CUPTI records become exactly the Kineto events daydream reads", "[collector]") {
