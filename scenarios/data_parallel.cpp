@@ -115,6 +115,7 @@ std::vector<ScenarioParam> data_parallel_params() {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr double kMiB = 1024.0 * 1024.0;
   constexpr double kMinLink = 1e3;  // bytes/s: slower links would overflow the ns clock on large models
+  const std::string kFitted = "the fit to the trace's all-reduces (where R^2 >= 0.5)";
   auto param_file = ScenarioParam::text("param_file", "",
                                         "JSON file of per-parameter counts in forward order: {\"parameters\": "
                                         "[{\"name\": \"conv1.weight\", \"count\": 9408}, ...]}");
@@ -122,18 +123,21 @@ std::vector<ScenarioParam> data_parallel_params() {
       ScenarioParam("machines", ParamKind::integer, 1, "machines (nodes) in the job", 1, 1e6),
       ScenarioParam("gpus", ParamKind::integer, 1, "GPUs per machine", 1, 1e6),
       ScenarioParam("intra", ParamKind::bandwidth, 100e9, "ring bandwidth between the GPUs of one machine (NVLink class)",
-            kMinLink, kInf),
-      ScenarioParam("inter", ParamKind::bandwidth, 10e9 / 8, "ring bandwidth between machines (10 Gb Ethernet)", kMinLink,
-            kInf),
-      ScenarioParam("bandwidth", ParamKind::bandwidth, 0,
-            "the ring's bandwidth, overriding intra/inter (unset: intra on one machine, inter across machines)",
-            kMinLink, kInf),
-      ScenarioParam("latency", ParamKind::duration, 20e3, "fixed cost of one all-reduce (ring start-up)", 0, 1e15),
+                    kMinLink, kInf)
+          .automatic(kFitted + " on one machine, else 800Gbps"),
+      ScenarioParam("inter", ParamKind::bandwidth, 10e9 / 8, "ring bandwidth between machines", kMinLink, kInf)
+          .automatic(kFitted + " across machines, else 10Gbps (10 Gb Ethernet)"),
+      ScenarioParam("bandwidth", ParamKind::bandwidth, 0, "the ring's bandwidth, overriding intra and inter", kMinLink,
+                    kInf)
+          .automatic("intra on one machine, inter across machines"),
+      ScenarioParam("latency", ParamKind::duration, 20e3, "fixed cost of one all-reduce (ring start-up)", 0, 1e15)
+          .automatic(kFitted + ", else 20us"),
       ScenarioParam("bucket", ParamKind::bytes, 25 * kMiB, "DDP bucket cap (bucket_cap_mb = 25)", 0, kInf, true),
       ScenarioParam("first_bucket", ParamKind::bytes, 1 * kMiB, "cap of DDP's first bucket", 0, kInf, true),
       ScenarioParam("params", ParamKind::number, 0,
-            "total parameter count, when the trace records no gradient sizes (e.g. 25.6e6 for ResNet-50)", 0, 1e13,
-            true),
+                    "total parameter count, when the trace records no gradient sizes (e.g. 25.6e6 for ResNet-50)", 0,
+                    1e13, true)
+          .automatic("the gradient sizes the trace records (record_param_comms)"),
       ScenarioParam("bytes_per_param", ParamKind::number, 4, "bytes per gradient element (4 = fp32, 2 = fp16)", 0, 64, true),
       param_file,
   };

@@ -311,10 +311,8 @@ Scenario dataloader_workers() {
        "main-thread cost of taking a ready batch from the queue (a pipe read and unpickling tensor handles; with "
        "recorded>0: the smallest recorded gap)",
        0, 1e12},
-      {"load", ParamKind::duration, 0,
-       "time a worker takes per batch (default: as the main thread took in the trace, or inferred from the waits "
-       "with recorded>0)",
-       0, 1e13, true},
+      ScenarioParam("load", ParamKind::duration, 0, "time a worker takes per batch", 0, 1e13, true)
+          .automatic("as the main thread took in the trace, or inferred from the waits with recorded>0"),
       {"recorded", ParamKind::integer, 0,
        "worker processes the trace was recorded with (0: loading on the main thread); >0: the load time per batch is "
        "inferred from the main thread's waits",

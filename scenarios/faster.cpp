@@ -101,9 +101,10 @@ Scenario faster_gpu() {
 }
 
 Scenario faster_network() {
-  const ScenarioParam bandwidth{"bandwidth", ParamKind::bandwidth, 0,  // 0: unset, `factor` applies
-                                "instead of factor: communication task = bytes / bandwidth (tasks with a known size)",
-                                0, std::numeric_limits<double>::infinity(), true};
+  auto bandwidth = ScenarioParam("bandwidth", ParamKind::bandwidth, 0,
+                                 "instead of factor: communication task = bytes / bandwidth (tasks with a known size)",
+                                 0, std::numeric_limits<double>::infinity(), true)
+                       .automatic("none: factor applies");
   return {"faster_network", "faster communication: collective durations divided by factor (or bytes / bandwidth)",
           {factor_param("speed-up of every communication task (duration / factor)"), bandwidth}, apply_faster_network};
 }

@@ -116,7 +116,7 @@ ScenarioOutcome apply_rank_speed(Graph& graph, const ScenarioParams& params) {
   const JobLayout& job = job_of(graph, "rank_speed");
   ScenarioOutcome outcome;
   std::int64_t rank = params.integer("rank");
-  if (rank < 0) {
+  if (!params.given("rank")) {
     rank = make_job_report(graph, simulate(graph)).straggler;
     if (rank == kNone) throw Error("no rank held the others back; give 'rank'");
     outcome.notes.push_back(fmt::format("rank {} is the straggler of the baseline", rank));
@@ -152,8 +152,16 @@ ScenarioOutcome apply_scale_out(Graph& graph, const ScenarioParams& params) {
   return outcome;
 }
 
-ScenarioParam link_param(const char* name, ParamKind kind, const char* description) {
-  return {name, kind, 0, description, 0, std::numeric_limits<double>::infinity(), true};
+constexpr const char* kFitted = "fitted to the job's collectives";
+
+ScenarioParam latency_param() {
+  return ScenarioParam("latency", ParamKind::duration, 0, "fixed cost of one collective", 0).automatic(kFitted);
+}
+
+ScenarioParam bandwidth_param(const char* description) {
+  return ScenarioParam("bandwidth", ParamKind::bandwidth, 0, description, 0, std::numeric_limits<double>::infinity(),
+                       true)
+      .automatic(kFitted);
 }
 
 }  // namespace
@@ -161,15 +169,15 @@ ScenarioParam link_param(const char* name, ParamKind kind, const char* descripti
 Scenario network() {
   return {"network",
           "multi-rank job: collectives re-costed with the alpha-beta model fitted to the job's own collectives",
-          {link_param("bandwidth", ParamKind::bandwidth, "link bandwidth (default: the fitted one)"),
-           {"latency", ParamKind::duration, 0, "fixed cost of one collective (default: the fitted one)", 0}},
+          {bandwidth_param("link bandwidth"), latency_param()},
           apply_network};
 }
 
 Scenario rank_speed() {
   return {"rank_speed",
           "multi-rank job: one rank's compute (GPU and CPU) factor times as fast (straggler removal)",
-          {{"rank", ParamKind::integer, -1, "the rank (-1: the straggler of the baseline replay)", -1},
+          {ScenarioParam("rank", ParamKind::integer, -1, "the rank whose compute gets faster", 0)
+               .automatic("the straggler of the baseline replay (the rank the others waited for longest)"),
            {"factor", ParamKind::number, 2, "speed-up of its compute", 0, std::numeric_limits<double>::infinity(), true}},
           apply_rank_speed};
 }
@@ -178,11 +186,10 @@ Scenario scale_out() {
   return {"scale_out",
           "multi-rank job replicated to more ranks (data parallel), collectives re-costed for them",
           {{"ranks", ParamKind::integer, 16, "ranks of the grown job (at least the traced ones)", 2},
-           {"gpus_per_machine", ParamKind::integer, 8, "GPUs per machine (default: the traced world size)", 1},
-           {"inter", ParamKind::bandwidth, 12.5e9, "link between machines (default 100Gbps)", 0,
+           ScenarioParam("gpus_per_machine", ParamKind::integer, 0, "GPUs per machine", 1).automatic("the traced world size"),
+           {"inter", ParamKind::bandwidth, 12.5e9, "link between machines (100 Gb Ethernet)", 0,
             std::numeric_limits<double>::infinity(), true},
-           link_param("bandwidth", ParamKind::bandwidth, "link within a machine (default: the fitted one)"),
-           {"latency", ParamKind::duration, 0, "fixed cost of one collective (default: the fitted one)", 0}},
+           bandwidth_param("link within a machine"), latency_param()},
           apply_scale_out};
 }
 

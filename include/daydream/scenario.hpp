@@ -47,6 +47,13 @@ struct ScenarioParam {
                 double max_ = std::numeric_limits<double>::infinity(), bool min_exclusive_ = false)
       : name(std::move(name_)), kind(kind_), default_value(default_value_), description(std::move(description_)),
         min(min_), max(max_), min_exclusive(min_exclusive_) {}
+  /// A parameter without a fixed default: when not given (or given as "auto"), the scenario works
+  /// out what to use, as `what` says ("fitted to the job's collectives"). `daydream scenarios`
+  /// shows "default auto: <what>"; ScenarioParams::given() is false.
+  ScenarioParam automatic(std::string what) && {
+    automatic_means = std::move(what);
+    return std::move(*this);
+  }
   /// A text parameter (a word, a regular expression, a file name).
   static ScenarioParam text(std::string name, std::string default_text, std::string description) {
     ScenarioParam p(std::move(name), ParamKind::text, 0, std::move(description));
@@ -62,6 +69,9 @@ struct ScenarioParam {
   double max = std::numeric_limits<double>::infinity();
   bool min_exclusive = false;  ///< true: value must be > min
   std::string default_text;    ///< default of a text parameter
+  /// Non-empty: the default is "auto", what the scenario works out when the parameter is not
+  /// given (default_value is then never shown, and read only as a placeholder).
+  std::string automatic_means;
 };
 
 /// A scenario name with its arguments as written: `name` or `name:key=value,key=value`.

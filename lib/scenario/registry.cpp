@@ -122,10 +122,9 @@ std::string range_text(const ScenarioParam& p) {
 }
 
 std::string default_text(const ScenarioParam& p) {
+  if (!p.automatic_means.empty()) return "auto: " + p.automatic_means;
   if (p.kind == ParamKind::text) return p.default_text.empty() ? "none" : p.default_text;
-  // A default outside the valid range means "not given" (e.g. a bandwidth that overrides a fit).
-  const bool unset = p.min_exclusive ? p.default_value <= p.min : p.default_value < p.min;
-  return unset ? "unset" : show(p, p.default_value);
+  return show(p, p.default_value);
 }
 
 std::string param_list(const Scenario& s) {
@@ -196,6 +195,7 @@ ScenarioParams resolve_params(const Scenario& scenario, const ScenarioSpec& spec
     if (it == scenario.params.end())
       throw Error(fmt::format("scenario '{}' has no parameter '{}'; its parameters:{}", scenario.name, key,
                               param_list(scenario)));
+    if (!it->automatic_means.empty() && value == "auto") continue;  // as if not given
     if (it->kind == ParamKind::text) params.set_text(key, value, true);
     else params.set(key, parse_value(scenario, *it, value), true);
   }

@@ -78,7 +78,8 @@ def test_scenarios_lists_every_builtin_with_its_parameters():
     for scenario in listed:
         assert set(scenario) == {"name", "summary", "params"} and scenario["summary"]
         for param in scenario["params"]:
-            assert set(param) == {"name", "kind", "default", "min", "max", "min_exclusive", "unit", "description"}
+            assert set(param) == {"name", "kind", "default", "min", "max", "min_exclusive", "unit", "description", "auto"}
+            assert (param["default"] == "auto") == (param["auto"] is not None)
             assert param["kind"] in ("number", "integer", "bandwidth", "bytes", "duration", "text")
 
 
@@ -92,6 +93,28 @@ def test_scenario_parameters_in_canonical_units():
     workers = params["dataloader_workers"]["workers"]
     assert workers["kind"] == "integer" and isinstance(workers["default"], int)
     assert params["dataloader_workers"]["fetch"]["unit"] == "ns"
+
+
+def test_auto_parameters_say_what_they_use_and_accept_auto():
+    params = {s["name"]: {p["name"]: p for p in s["params"]} for s in daydream.scenarios()}
+    assert params["rank_speed"]["rank"]["default"] == "auto" and "straggler" in params["rank_speed"]["rank"]["auto"]
+    assert params["scale_out"]["gpus_per_machine"]["auto"] == "the traced world size"
+    assert params["network"]["latency"]["auto"] == params["network"]["bandwidth"]["auto"] == "fitted to the job's collectives"
+    assert params["faster_gpu"]["factor"]["auto"] is None
+    # Not one auto parameter also states a fixed default in its description.
+    for scenario in params.values():
+        for p in scenario.values():
+            assert "(default" not in p["description"], p
+    assert "default auto: the straggler" in daydream.describe("rank_speed")
+
+
+def test_auto_as_a_value_is_the_same_as_not_giving_it(one_kernel):
+    _, graph = one_kernel
+    plain = daydream.predict(graph, "faster_network:factor=2")
+    auto = daydream.predict(graph, "faster_network:factor=2,bandwidth=auto")
+    assert auto.predicted_ns == plain.predicted_ns
+    with pytest.raises(daydream.Error, match="'factor' = 'auto' is not a valid number"):
+        daydream.predict(graph, "faster_gpu:factor=auto")  # factor has a fixed default: no auto
 
 
 def test_describe():

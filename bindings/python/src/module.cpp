@@ -51,6 +51,7 @@ PYBIND11_MODULE(_core, m) {
 
   init_graph(m);
   init_transform(m);
+  init_primitives(m);
   init_simulate(m);
   init_load(m);
   init_predict(m);

@@ -43,6 +43,7 @@ std::string canonical_unit(ParamKind kind) {
 }
 
 py::object default_of(const ScenarioParam& p) {
+  if (!p.automatic_means.empty()) return py::str("auto");
   if (p.kind == ParamKind::text) return py::str(p.default_text);
   if (p.kind == ParamKind::integer && std::isfinite(p.default_value)) return py::int_(std::llround(p.default_value));
   return py::float_(p.default_value);
@@ -51,7 +52,8 @@ py::object default_of(const ScenarioParam& p) {
 py::dict param_dict(const ScenarioParam& p) {
   return py::dict("name"_a = p.name, "kind"_a = std::string(to_string(p.kind)), "default"_a = default_of(p),
                   "min"_a = bound(p.min), "max"_a = bound(p.max), "min_exclusive"_a = p.min_exclusive,
-                  "unit"_a = canonical_unit(p.kind), "description"_a = p.description);
+                  "unit"_a = canonical_unit(p.kind), "description"_a = p.description,
+                  "auto"_a = p.automatic_means.empty() ? py::object(py::none()) : py::object(py::str(p.automatic_means)));
 }
 
 py::list scenario_list() {

@@ -16,7 +16,7 @@ namespace {
 using GraphClass = py::class_<GraphBox, GraphPtr>;
 using TaskSetClass = py::class_<TaskSetRef>;
 
-constexpr const char* kFilterNames = "kind, name, name_not, op, layer, within, phase, unit, unit_kind, iteration";
+constexpr const char* kFilterNames = "kind, name, name_not, op, layer, within, phase, unit, unit_kind, iteration, rank";
 
 /// Calls `fn` on `value`, or on each item when it is a list/tuple/set (a str is one value).
 template <typename Fn>
@@ -74,6 +74,12 @@ TaskFilter make_filter(const GraphBox& box, const py::kwargs& filters, const cha
         if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v))
           throw py::type_error("filter iteration= takes an int or a list of int");
         f.iteration(v.cast<std::int32_t>());
+      });
+    } else if (key == "rank") {
+      for_each_value(value, [&](py::handle v) {
+        if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v))
+          throw py::type_error("filter rank= takes an int or a list of int");
+        f.rank(v.cast<std::int64_t>());
       });
     } else {
       throw py::type_error(std::string(caller) + " got an unknown filter '" + key + "' (filters: " + kFilterNames + ")");
@@ -228,7 +234,7 @@ void init_transform(py::module_& m) {
            "'Optimizer.step' or 'DataLoader'): tasks inside one, GPU tasks by their launch call\n"
            "  phase: 'forward', 'backward', 'update', 'data_loading', 'unknown'\n"
            "  unit: a unit name or id;  unit_kind: 'cpu_thread', 'gpu_stream', 'comm_channel'\n"
-           "  iteration: an iteration index\n"
+           "  iteration: an iteration index;  rank: a rank of a multi-rank job graph\n"
            "An unknown filter name raises TypeError.")
       .def("insert", &insert, py::arg("name"), py::arg("duration_ns"), py::arg("unit"),
            py::arg("kind") = "communication", py::arg("after") = py::tuple(), py::arg("before") = py::tuple(),

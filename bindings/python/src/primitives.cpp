@@ -1,0 +1,155 @@
+// The primitives scenarios are made of (transform.hpp, analyze.hpp), for scripts written in
+// Python: neighbours by edge type, what a call launched, the windows of a named range, a block of
+// tasks replaced by new ones, edges added, GPU work removed with its launches. Thin: every rule
+// lives in the library; this file converts arguments and results.
+#include <pybind11/stl.h>
+
+#include "common.hpp"
+#include "daydream/analyze.hpp"
+#include "daydream/transform.hpp"
+
+namespace daydream::python {
+namespace {
+
+using GraphClass = py::class_<GraphBox, GraphPtr>;
+
+py::object task_or_none(const GraphPtr& box, TaskId id) {
+  return id == kNoTask ? py::object(py::none()) : py::cast(TaskRef{box, id});
+}
+
+std::vector<TaskRef> task_refs(const GraphPtr& box, const std::vector<TaskId>& ids) {
+  std::vector<TaskRef> out;
+  out.reserve(ids.size());
+  for (TaskId id : ids) out.push_back({box, id});
+  return out;
+}
+
+/// A NewTask from {"name", "kind", "duration_ns", "iteration", "phase"} (unit and edges are set
+/// by the primitive that places it).
+NewTask new_task_of(py::handle spec) {
+  const auto d = py::reinterpret_borrow<py::dict>(spec);
+  NewTask task;
+  task.name = d["name"].cast<std::string>();
+  task.kind = parse_task_kind(d["kind"].cast<std::string>());
+  task.duration_ns = non_negative_ns(d["duration_ns"], "duration_ns");
+  if (d.contains("iteration")) task.iteration = d["iteration"].cast<std::int32_t>();
+  if (d.contains("phase")) task.phase = parse_phase(d["phase"].cast<std::string>());
+  return task;
+}
+
+Replacement replacement_of(const GraphBox& box, py::handle spec) {
+  if (!py::isinstance<py::dict>(spec))
+    throw py::type_error("replace_block: each replacement is a dict {unit, tasks, gap_ns, take_over_edges}");
+  const auto d = py::reinterpret_borrow<py::dict>(spec);
+  Replacement r;
+  r.unit = unit_id_in(box, d["unit"]);
+  for (py::handle t : d["tasks"]) r.tasks.push_back(new_task_of(t));
+  if (d.contains("gap_ns")) r.gap_ns = non_negative_ns(d["gap_ns"], "gap_ns");
+  if (d.contains("take_over_edges")) r.take_over_edges = d["take_over_edges"].cast<bool>();
+  return r;
+}
+
+py::list replace_block_py(const GraphPtr& box, py::object block, py::list replacements) {
+  const auto ids = task_ids_in(*box, block);
+  std::vector<Replacement> specs;
+  for (py::handle r : replacements) specs.push_back(replacement_of(*box, r));
+  std::vector<std::vector<TaskId>> inserted;
+  {
+    WriteLock lock(*box);
+    inserted = replace_block(box->graph, ids, std::move(specs));
+  }
+  py::list out;
+  for (const auto& list : inserted) out.append(task_refs(box, list));
+  return out;
+}
+
+void connect_py(const GraphPtr& box, py::object from, py::object to, const std::string& type, py::object delay,
+                const std::string& timing) {
+  if (timing != "finish_to_start" && timing != "start_to_start")
+    throw py::value_error("connect: timing is 'finish_to_start' or 'start_to_start', not '" + timing + "'");
+  const Edge edge{parse_edge_type(type), timing == "start_to_start" ? Timing::start_to_start : Timing::finish_to_start,
+                  non_negative_ns(delay, "delay_ns"), false};
+  const TaskId a = task_id_in(*box, from), b = task_id_in(*box, to);
+  WriteLock lock(*box);
+  box->graph.connect(a, b, edge);
+}
+
+py::dict calibration_of(const GraphPtr& box) {
+  const Calibration& c = box->graph.calibration();
+  py::dict latency;
+  for (TaskKind kind : {TaskKind::kernel, TaskKind::memcpy, TaskKind::memset, TaskKind::communication})
+    latency[py::str(std::string(to_string(kind)))] = c.launch_latency_ns[static_cast<std::size_t>(kind)];
+  py::dict out;
+  out["launch_latency_ns"] = latency;
+  out["gpu_gap_ns"] = c.gpu_gap_ns;
+  return out;
+}
+
+void init_walks(GraphClass& graph) {
+  graph.def("successor", [](const GraphPtr& g, py::object task, const std::string& type) {
+             return task_or_none(g, successor(g->graph, task_id_in(*g, task), parse_edge_type(type)));
+           }, py::arg("task"), py::arg("edge_type"),
+           "The first successor joined by an edge of edge_type (daydream.EDGE_TYPES; a sequential type only on "
+           "the task's own unit), or None.")
+      .def("predecessor", [](const GraphPtr& g, py::object task, const std::string& type) {
+             return task_or_none(g, predecessor(g->graph, task_id_in(*g, task), parse_edge_type(type)));
+           }, py::arg("task"), py::arg("edge_type"), "The first predecessor joined by an edge of edge_type, or None.")
+      .def("chain_next", [](const GraphPtr& g, py::object t) { return task_or_none(g, chain_next(g->graph, task_id_in(*g, t))); },
+           py::arg("task"), "The task after this one on its unit, or None.")
+      .def("chain_prev", [](const GraphPtr& g, py::object t) { return task_or_none(g, chain_prev(g->graph, task_id_in(*g, t))); },
+           py::arg("task"), "The task before this one on its unit, or None.")
+      .def("launching_call", [](const GraphPtr& g, py::object t) { return task_or_none(g, launching_call(g->graph, task_id_in(*g, t))); },
+           py::arg("task"), "The CUDA call that launched a GPU task, or None (launched before profiling began).")
+      .def("launched_by", [](const GraphPtr& g, py::object calls) {
+             return task_refs(g, launched_by(g->graph, task_ids_in(*g, calls)));
+           }, py::arg("calls"), "The GPU tasks a call (or each of several calls, in order) launched.")
+      .def("range_windows", [](const GraphPtr& g, const std::string& pattern) {
+             py::list out;
+             for (const RangeWindow& w : range_windows(g->graph, pattern))
+               out.append(py::make_tuple(g->graph.units()[w.unit].name, w.start_ns, w.end_ns));
+             return out;
+           }, py::arg("pattern"),
+           "The outermost CPU ranges whose name the pattern finds, merged where they overlap, as (thread, start_ns, "
+           "end_ns) tuples in (thread, start) order.")
+      .def("tasks_in", [](const GraphPtr& g, const std::string& unit, TimeNs start_ns, TimeNs end_ns) {
+             const UnitId u = unit_id_in(*g, py::str(unit));
+             const auto by_unit = tasks_by_unit(g->graph);
+             return task_refs(g, tasks_in(g->graph, by_unit[u], {u, start_ns, end_ns}));
+           }, py::arg("unit"), py::arg("start_ns"), py::arg("end_ns"),
+           "The live tasks of a unit whose recorded start lies in [start_ns, end_ns), in recorded order.")
+      .def_property_readonly("calibration", &calibration_of,
+           "The trace's calibrated latencies: launch_latency_ns per GPU task kind and gpu_gap_ns.")
+      .def("median_launch_call_ns", [](const GraphPtr& g) { return median_launch_call_ns(g->graph); },
+           "The median duration of the trace's kernel-launch calls (5 us when it has none).");
+}
+
+void init_edits(GraphClass& graph) {
+  graph.def("replace_block", &replace_block_py, py::arg("block"), py::arg("replacements"),
+           "Replaces a block of tasks by new ones, keeping the gaps around the block and dropping those inside. "
+           "replacements: dicts {unit, tasks: [{name, kind, duration_ns, iteration, phase}], gap_ns, "
+           "take_over_edges}, each placed where the block's first task on its unit was. Returns the new Tasks of "
+           "each replacement.")
+      .def("connect", &connect_py, py::arg("from_task"), py::arg("to_task"), py::arg("edge_type"),
+           py::arg("delay_ns") = 0, py::arg("timing") = "finish_to_start",
+           "Adds an edge between two live tasks; daydream.Error when it would close a cycle.")
+      .def("remove_with_launches", [](const GraphPtr& g, py::object tasks) {
+             const auto ids = task_ids_in(*g, tasks);
+             WriteLock lock(*g);
+             return remove_with_launches(g->graph, ids);
+           }, py::arg("tasks"), "Removes GPU tasks and the calls that launched only them; returns the calls removed.");
+}
+
+}  // namespace
+
+void init_primitives(py::module_& m) {
+  auto graph = py::reinterpret_borrow<GraphClass>(m.attr("Graph"));
+  init_walks(graph);
+  init_edits(graph);
+  auto task = py::reinterpret_borrow<py::class_<TaskRef>>(m.attr("Task"));
+  task.def_property_readonly("blocking", [](const TaskRef& r) { return r.task().blocking; },
+                             "True for a CPU call that waits for GPU work.")
+      .def_property_readonly("unit_id", [](const TaskRef& r) { return r.task().unit; },
+                             "Id of the task's unit (an index into Graph.units).");
+}
+
+}  // namespace daydream::python

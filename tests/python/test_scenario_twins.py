@@ -1,0 +1,60 @@
+"""Each Python twin in scenarios/examples/ (written over the public primitives) changes a graph
+exactly as its built-in C++ scenario does: the same graph fingerprint and the same simulated
+iteration times, to the ns, on the bundled example and on real traces (skipped with a reason
+where ../shared is absent)."""
+
+import importlib
+import inspect
+import sys
+from pathlib import Path
+
+import pytest
+
+import daydream
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "scenarios" / "examples"
+# A twin is a module of scenarios/examples/ that names the built-in it mirrors (NAME) and has
+# apply(graph, **params); the other examples are stand-alone scripts (amp.py: the paper's AMP).
+TWINS = sorted(p.stem for p in EXAMPLES.glob("*.py") if "\nNAME = " in p.read_text())
+SHARED = REPO.parent / "shared" / "traces"
+TRACES = [
+    REPO / "tests" / "data" / "example" / "synthetic_training.json.gz",
+    SHARED / "linear-2080ti-sgd" / "linear_kineto.json.gz",
+    SHARED / "resnet-2080ti-sgd" / "resnet_kineto.json.gz",
+    SHARED / "ddp-resnet-v100-rank0" / "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+]
+sys.path.insert(0, str(EXAMPLES))
+
+
+@pytest.fixture(scope="module", params=TRACES, ids=lambda p: p.parent.name)
+def graph(request):
+    if not request.param.exists():
+        pytest.skip(f"trace absent: {request.param}")
+    return daydream.load(str(request.param))
+
+
+def test_every_twin_takes_its_builtins_parameters_with_the_same_defaults():
+    assert TWINS, "scenarios/examples/ holds no twin"
+    builtins = {s["name"]: {p["name"]: p["default"] for p in s["params"]} for s in daydream.scenarios()}
+    for name in TWINS:
+        module = importlib.import_module(name)
+        params = list(inspect.signature(module.apply).parameters.values())[1:]  # after graph
+        assert {p.name: p.default for p in params} == builtins[module.NAME], name
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_twin_changes_the_graph_as_the_builtin_does(graph, twin):
+    module = importlib.import_module(twin)
+    builtin, python = graph.copy(), graph.copy()
+    try:
+        daydream.apply_scenario(builtin, module.NAME)
+    except daydream.Error:
+        with pytest.raises((ValueError, daydream.Error)):
+            module.apply(python)
+        return
+    module.apply(python)
+    assert python.fingerprint() == builtin.fingerprint()
+    expected, got = builtin.simulate(), python.simulate()
+    assert got.total_ns == expected.total_ns
+    assert got.iteration_times_ns == expected.iteration_times_ns
