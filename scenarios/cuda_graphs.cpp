@@ -212,8 +212,8 @@ ChainSpot strip(Graph& graph, const Piece& piece, Tally& tally) {
   const ChainSpot spot = launch_spot(graph, piece.cpu.front(), in_block);
   remove_block(graph, block);
   for (TaskId t : waits) {
-    graph.task(t).duration_ns = 0;
-    graph.task(t).name = graph.intern("launch-queue wait (captured by cuda_graphs)");
+    graph.set_duration(t, 0);
+    graph.rename(t, "launch-queue wait (captured by cuda_graphs)");
   }
   tally.queue_waits += waits.size();
   return spot;
@@ -250,7 +250,7 @@ void throttle(Graph& graph, const std::vector<Captured>& graphs, std::size_t in_
   for (std::size_t j = in_flight; j < graphs.size(); ++j) {
     for (TaskId tail : graphs[j - in_flight].tails)
       graph.connect(tail, graphs[j].launch, {EdgeType::sync, Timing::finish_to_start, 0, false});
-    graph.task(graphs[j].launch).blocking = true;
+    graph.set_blocking(graphs[j].launch, true);
   }
 }
 

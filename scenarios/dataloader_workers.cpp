@@ -59,9 +59,9 @@ void require_visible_loading(const Graph& graph, const std::vector<BatchLoad>& l
 /// Turns the first task of a batch's loading into "take a ready batch" and empties the rest.
 TaskId shrink_to_fetch(Graph& graph, const BatchLoad& load, TimeNs fetch_ns) {
   const TaskId fetch = load.tasks.front();
-  graph.task(fetch).duration_ns = fetch_ns;
-  graph.task(fetch).name = graph.intern("DataLoader: take a ready batch");
-  for (std::size_t i = 1; i < load.tasks.size(); ++i) graph.task(load.tasks[i]).duration_ns = 0;
+  graph.set_duration(fetch, fetch_ns);
+  graph.rename(fetch, "DataLoader: take a ready batch");
+  for (std::size_t i = 1; i < load.tasks.size(); ++i) graph.set_duration(load.tasks[i], 0);
   return fetch;
 }
 
@@ -254,7 +254,7 @@ void insert_worker_loads(Graph& graph, const RecordedRun& run, std::size_t worke
     task.iteration = graph.task(run.takes[b].task).iteration;
     task.phase = Phase::data_loading;
     last_load[b % workers] = graph.insert(task);
-    if (task.after.empty()) graph.task(last_load[b % workers]).release_ns = std::max<TimeNs>(start, 0);
+    if (task.after.empty()) graph.set_release(last_load[b % workers], std::max<TimeNs>(start, 0));
   }
 }
 

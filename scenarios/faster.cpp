@@ -59,9 +59,9 @@ ScenarioOutcome apply_network_bandwidth(Graph& graph, double bytes_per_s) {
   auto comms = graph.select(TaskFilter().kind(TaskKind::communication));
   std::size_t sized = 0;
   for (TaskId t : comms) {
-    Task& task = graph.task(t);
-    if (task.bytes == kNone || task.bytes < 0) continue;
-    task.duration_ns = transfer_ns(static_cast<double>(task.bytes), bytes_per_s);
+    const std::int64_t bytes = graph.task(t).bytes;
+    if (bytes == kNone || bytes < 0) continue;
+    graph.set_duration(t, transfer_ns(static_cast<double>(bytes), bytes_per_s));
     ++sized;
   }
   if (sized == 0)

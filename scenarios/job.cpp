@@ -83,9 +83,8 @@ void recost(Graph& graph, const JobLayout& job, const std::optional<LinkModel>& 
     const double delta = wanted.cost_ns(after) - (traced ? traced->cost_ns(before) : 0.0);
     if (!std::isfinite(delta)) throw Error(fmt::format("collective {} #{}: cost is not finite", c.name, c.sequence));
     for (TaskId t : c.transfers) {
-      Task& task = graph.task(t);
-      const TimeNs base = traced ? task.duration_ns : 0;
-      task.duration_ns = std::max<TimeNs>(0, base + static_cast<TimeNs>(std::llround(delta)));
+      const TimeNs base = traced ? graph.task(t).duration_ns : 0;
+      graph.set_duration(t, std::max<TimeNs>(0, base + static_cast<TimeNs>(std::llround(delta))));
     }
   }
   notes.push_back(fmt::format("{} collectives re-costed: latency {:.1f} us, bandwidth {:.2f} GB/s{}", job.collectives.size(),
@@ -126,10 +125,10 @@ ScenarioOutcome apply_rank_speed(Graph& graph, const ScenarioParams& params) {
   const double factor = params.number("factor");
   TimeNs compute_ns = 0;  // before the change, for the note
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {
-    Task& task = graph.task(t);
+    const Task& task = graph.task(t);
     if (!is_compute(graph, task) || graph.units()[task.unit].rank != rank) continue;
     compute_ns += task.duration_ns;
-    task.duration_ns = static_cast<TimeNs>(std::llround(double(task.duration_ns) / factor));
+    graph.set_duration(t, static_cast<TimeNs>(std::llround(double(task.duration_ns) / factor)));
   }
   outcome.notes.push_back(fmt::format("rank {}'s compute ({:.3f} ms of GPU and CPU task time) {:g} times as fast", rank,
                                       double(compute_ns) / 1e6, factor));

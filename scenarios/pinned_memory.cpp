@@ -53,10 +53,10 @@ void stop_waiting(Graph& graph, TaskId copy, TaskId waiter) {
 
 void make_pinned(Graph& graph, TaskId copy, double bytes_per_s, TimeNs launch_cost_ns, bool non_blocking,
                  PinnedChanges& changes) {
-  Task& task = graph.task(copy);
+  const Task& task = graph.task(copy);
   changes.copy_ns_before += task.duration_ns;
   if (task.bytes != kNone && task.bytes >= 0) {
-    task.duration_ns = transfer_ns(static_cast<double>(task.bytes), bytes_per_s);
+    graph.set_duration(copy, transfer_ns(static_cast<double>(task.bytes), bytes_per_s));
     ++changes.sized;
   }
   changes.copy_ns_after += task.duration_ns;
@@ -64,8 +64,7 @@ void make_pinned(Graph& graph, TaskId copy, double bytes_per_s, TimeNs launch_co
   const TaskId call = predecessor(graph, copy, EdgeType::launch);
   if (call == kNoTask) return;  // launched before profiling began: only its duration changes
   graph.edge(call, copy).delay_ns = graph.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::memcpy)];
-  Task& issue = graph.task(call);
-  if (issue.duration_ns > launch_cost_ns) issue.duration_ns = launch_cost_ns, ++changes.calls_shortened;
+  if (graph.task(call).duration_ns > launch_cost_ns) graph.set_duration(call, launch_cost_ns), ++changes.calls_shortened;
   if (!non_blocking) return;
   for (TaskId waiter : own_synchronisations(graph, copy, call)) stop_waiting(graph, copy, waiter), ++changes.syncs_removed;
 }

@@ -213,16 +213,7 @@ struct CollectiveRecord {
 struct GraphStorage;  // the Boost.Graph adjacency list, private to lib/graph
 struct JobLayout;     // job.hpp
 
-/// The edges in compressed sparse-row form, for engines that sweep them many times: the
-/// successors of task t are entries [first[t], first[t + 1]). Computed once per edge structure
-/// and shared by graph copies that have not changed it.
-struct EdgeTable {
-  std::vector<std::uint32_t> first;        ///< size num_tasks + 1
-  std::vector<TaskId> target;
-  std::vector<TimeNs> delay_ns;
-  std::vector<std::uint8_t> start_to_start;
-  std::vector<std::uint32_t> in_degree;    ///< per task
-};
+struct EdgeTable;     // the engine's flat copy of the edges, private to lib/graph and lib/simulate
 
 /// A non-owning reference to a callable `bool(TaskId neighbor, const Edge& edge)`: what the
 /// graph's visitors take, so that a walk never allocates (a lambda's captures stay where they are).
@@ -279,13 +270,22 @@ class Graph {
   void disconnect(TaskId from, TaskId to);
   /// The unit with this name, if any.
   std::optional<UnitId> find_unit(std::string_view name) const;
+
+  // --- changing one task (its edges change only through the calls above) ---
+  /// Sets a task's duration; throws Error for a negative one.
+  void set_duration(TaskId id, TimeNs duration_ns);
+  /// Sets when a task without predecessors may start, relative to the origin.
+  void set_release(TaskId id, TimeNs release_ns);
+  /// Renames a task (the name is interned).
+  void rename(TaskId id, std::string_view name);
+  /// Marks a CPU call as waiting for GPU work (sync edges end there) or not.
+  void set_blocking(TaskId id, bool blocking);
   std::size_t num_live_tasks() const;
 
   // --- reading ---
   std::size_t num_tasks() const;
   std::size_t num_edges() const;
   const Task& task(TaskId id) const;
-  Task& task(TaskId id);
   const std::vector<Unit>& units() const { return units_; }
   Unit& unit(UnitId id) { return units_.at(id); }
   std::string_view name(TaskId id) const { return strings_[task(id).name]; }
@@ -313,8 +313,6 @@ class Graph {
   /// Every edge, ordered by source task then insertion order.
   std::vector<EdgeRecord> edges() const;
   std::array<std::int64_t, kEdgeTypeCount> edge_counts() const;
-  /// The edges as flat arrays (see EdgeTable); thread-safe, cached until the structure changes.
-  std::shared_ptr<const EdgeTable> edge_table() const;
   std::array<std::int64_t, kTaskKindCount> task_counts() const;
   /// A hash of everything a simulation depends on (tasks, edges, units, iterations): equal
   /// graphs have equal fingerprints, on every machine.
@@ -354,9 +352,13 @@ class Graph {
   void set_job(JobLayout job);
 
  private:
+  friend struct GraphAccess;  // lib/graph/graph_access.hpp: the builders' and the engine's access
+  Task& mutable_task(TaskId id) { return tasks_[id]; }
+  /// The edges as flat arrays for the simulator; thread-safe, cached until the structure changes.
+  std::shared_ptr<const EdgeTable> edge_table() const;
   void check_live(TaskId id, std::string_view what) const;
-  void ensure_ranks() const;
-  std::vector<TaskId> path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets) const;
+  void ensure_ranks();
+  std::vector<TaskId> path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets);
   [[noreturn]] void refuse_cycle(std::string_view what, const std::vector<TaskId>& path, std::string_view closing) const;
   void link_inserted(TaskId id, const NewTask& spec);
 
@@ -367,10 +369,6 @@ class Graph {
   std::shared_ptr<GraphStorage> storage_;
   std::vector<Task> tasks_;
   std::unordered_map<std::string, std::uint32_t, StringIndexHash, std::equal_to<>> string_index_;
-  /// A topological rank per task while valid (see lib/transform/edit.cpp); not shared.
-  mutable std::vector<double> rank_;
-  mutable double next_rank_ = 0;
-  mutable bool rank_valid_ = false;
   std::vector<Unit> units_;
   std::vector<std::string> strings_;
   std::vector<Iteration> iterations_;

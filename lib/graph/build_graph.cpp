@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "graph/build_context.hpp"
+#include "graph/graph_access.hpp"
 
 namespace daydream {
 
@@ -29,7 +30,7 @@ TimeNs trace_origin(const Trace& trace) {
 void set_releases(BuildContext& ctx) {
   Graph& g = ctx.graph;
   for (TaskId t = 0; t < g.num_tasks(); ++t) {
-    if (g.in_degree(t) == 0) g.task(t).release_ns = ctx.times[t].start;
+    if (g.in_degree(t) == 0) GraphAccess::task(g, t).release_ns = ctx.times[t].start;
   }
 }
 

@@ -10,6 +10,7 @@
 #include "common/text.hpp"
 #include "graph/build_context.hpp"
 #include "graph/task_context.hpp"
+#include "graph/graph_access.hpp"
 
 namespace daydream {
 
@@ -246,7 +247,7 @@ void layers_from_forward_ops(BuildContext& ctx) {
     if (t.phase == Phase::forward && t.layer != 0) forward_layer.emplace(sequence, t.layer);
   }
   for (const auto& [task, sequence] : ctx.task_sequence) {
-    Task& t = ctx.graph.task(task);
+    Task& t = GraphAccess::task(ctx.graph, task);
     if (t.phase != Phase::backward || t.layer != 0) continue;
     if (auto it = forward_layer.find(sequence); it != forward_layer.end()) {
       t.layer = it->second;

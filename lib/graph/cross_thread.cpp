@@ -31,6 +31,7 @@
 #include <optional>
 
 #include "graph/build_context.hpp"
+#include "graph/graph_access.hpp"
 
 namespace daydream {
 
@@ -168,7 +169,7 @@ class CrossThreadInference {
     if (waker_end <= times.start || *resumed - waker_end > ctx_.options.wake_window_ns) return;
     if (waker_end > times.end) return drop_contradicted(segment);
     ctx_.graph.add_edge(waker, segment, {EdgeType::cross_thread, Timing::finish_to_start, 0, true});
-    ctx_.graph.task(segment).duration_ns = std::max<TimeNs>(0, times.end - std::max(times.start, waker_end));
+    GraphAccess::task(ctx_.graph, segment).duration_ns = std::max<TimeNs>(0, times.end - std::max(times.start, waker_end));
     ctx_.count("waits_inside_cpu_ranges", Severity::info,
                "long CPU segments taken as waits for another thread (cross_thread edge; duration = time after the "
                "waker ended)",

@@ -17,6 +17,7 @@
 #include "common/text.hpp"
 #include "graph/build_context.hpp"
 #include "graph/gpu_holds.hpp"
+#include "graph/graph_access.hpp"
 
 namespace daydream {
 namespace {
@@ -314,8 +315,8 @@ void link_holds(BuildContext& ctx, const StreamBuilder::Holds& holds, const Devi
     if (holder == kNoTask || big.duration_ns <= 0) continue;
     const TimeNs start = ctx.graph.task(held).recorded_start_ns + ctx.origin;
     const double share = std::clamp(static_cast<double>(start - big.start_ns) / static_cast<double>(big.duration_ns), 0.0, 1.0);
-    ctx.graph.task(held).sm_held_by = holder;
-    ctx.graph.task(held).sm_let_in = share;
+    GraphAccess::task(ctx.graph, held).sm_held_by = holder;
+    GraphAccess::task(ctx.graph, held).sm_let_in = share;
     const auto [it, inserted] = first_let_in.try_emplace(position, share);
     if (!inserted) it->second = std::min(it->second, share);
   }

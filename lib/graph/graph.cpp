@@ -139,7 +139,8 @@ TaskId Graph::add_task(Task task) {
   if (task.unit >= units_.size()) throw Error(fmt::format("add_task: unknown unit {}", task.unit));
   const auto id = static_cast<TaskId>(boost::add_vertex(structure().adjacency));
   tasks_.push_back(task);
-  if (rank_valid_) rank_.push_back(next_rank_++);
+  TopologicalRanks& ranks = storage_->ranks;  // unshared by structure() above
+  if (ranks.valid) ranks.rank.push_back(ranks.next++);
   return id;
 }
 
@@ -150,7 +151,7 @@ void Graph::add_edge(TaskId from, TaskId to, Edge edge) {
   for (TaskId t : {from, to})
     if (task(t).removed) throw Error(fmt::format("add_edge: task {} '{}' was removed", t, name(t)));
   boost::add_edge(from, to, edge, structure().adjacency);
-  rank_valid_ = false;
+  storage_->ranks.valid = false;
 }
 
 std::uint32_t Graph::intern(std::string_view text) {
@@ -165,7 +166,15 @@ std::size_t Graph::num_tasks() const { return tasks_.size(); }
 std::size_t Graph::num_edges() const { return boost::num_edges(structure().adjacency); }
 
 const Task& Graph::task(TaskId id) const { return tasks_[id]; }
-Task& Graph::task(TaskId id) { return tasks_[id]; }
+
+void Graph::set_duration(TaskId id, TimeNs duration_ns) {
+  if (duration_ns < 0) throw Error(fmt::format("task {}: negative duration {} ns", id, duration_ns));
+  tasks_.at(id).duration_ns = duration_ns;
+}
+
+void Graph::set_release(TaskId id, TimeNs release_ns) { tasks_.at(id).release_ns = release_ns; }
+void Graph::rename(TaskId id, std::string_view name) { tasks_.at(id).name = intern(name); }
+void Graph::set_blocking(TaskId id, bool blocking) { tasks_.at(id).blocking = blocking; }
 
 std::vector<Graph::Neighbor> Graph::successors(TaskId id) const {
   std::vector<Neighbor> out;

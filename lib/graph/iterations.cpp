@@ -22,6 +22,7 @@
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "graph/build_context.hpp"
+#include "graph/graph_access.hpp"
 
 namespace daydream {
 
@@ -161,10 +162,10 @@ void assign_iterations(BuildContext& ctx) {
   if (steps.empty()) return;
   for (TaskId t = 0; t < g.num_tasks(); ++t) {
     if (g.units()[g.task(t).unit].kind == UnitKind::cpu_thread || ctx.launched_by[t] == kNoTask)
-      g.task(t).iteration = step_containing(steps, ctx.times[t].start);
+      GraphAccess::task(g, t).iteration = step_containing(steps, ctx.times[t].start);
   }
   for (TaskId t = 0; t < g.num_tasks(); ++t)
-    if (ctx.launched_by[t] != kNoTask) g.task(t).iteration = g.task(ctx.launched_by[t]).iteration;
+    if (ctx.launched_by[t] != kNoTask) GraphAccess::task(g, t).iteration = g.task(ctx.launched_by[t]).iteration;
 }
 
 std::vector<std::vector<std::size_t>> job_iteration_groups(const Graph& graph) {

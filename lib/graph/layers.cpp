@@ -11,6 +11,7 @@
 
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
+#include "graph/graph_access.hpp"
 
 namespace daydream {
 namespace {
@@ -96,8 +97,8 @@ void inherit_from_launch(Graph& graph) {
     if (graph.task(t).removed || graph.units()[graph.task(t).unit].kind == UnitKind::cpu_thread) continue;
     for (const auto& pred : graph.predecessors(t)) {
       if (pred.edge.timing != Timing::start_to_start) continue;  // launch edges are start-to-start
-      graph.task(t).layer = graph.task(pred.task).layer;
-      graph.task(t).phase = graph.task(pred.task).phase;
+      GraphAccess::task(graph, t).layer = graph.task(pred.task).layer;
+      GraphAccess::task(graph, t).phase = graph.task(pred.task).phase;
     }
   }
 }
@@ -109,7 +110,7 @@ std::size_t apply_layer_file(Graph& graph, const std::filesystem::path& path) {
   const auto by_thread = LayerFileReader(graph, path.string()).read(file.contents);
   std::size_t assigned = 0;
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {
-    Task& task = graph.task(t);
+    Task& task = GraphAccess::task(graph, t);
     const Unit& unit = graph.units()[task.unit];
     if (task.removed || unit.kind != UnitKind::cpu_thread) continue;
     const auto ranges = by_thread.find(unit.thread);

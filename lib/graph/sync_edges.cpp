@@ -21,6 +21,7 @@
 #include "common/cuda_api.hpp"
 #include "common/text.hpp"
 #include "graph/build_context.hpp"
+#include "graph/graph_access.hpp"
 
 namespace daydream {
 namespace {
@@ -136,7 +137,7 @@ class SyncBuilder {
   // holder's thread reached its call first (Task::lock_held_by), so no edge.
   void wait_for_lock(TaskId t, TaskId holder) {
     const TaskTimes& call = ctx_.times[t];
-    Task& task = ctx_.graph.task(t);
+    Task& task = GraphAccess::task(ctx_.graph, t);
     task.lock_held_by = holder;
     task.blocking = true;
     task.duration_ns = std::max<TimeNs>(0, call.end - std::max(call.start, ctx_.times[holder].end));
@@ -467,7 +468,7 @@ class SyncBuilder {
       const EdgeType type = ctx_.graph.task(a).kind == TaskKind::communication ? EdgeType::communication : EdgeType::sync;
       ctx_.graph.add_edge(a, t, {type, Timing::finish_to_start, 0, inferred});
     }
-    Task& task = ctx_.graph.task(t);
+    Task& task = GraphAccess::task(ctx_.graph, t);
     task.blocking = true;
     task.duration_ns = std::max<TimeNs>(0, call.end - std::max(call.start, awaited_end));
     if (inferred) ctx_.count(inferred_key, Severity::info, inferred_description, task.source_event);

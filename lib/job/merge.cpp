@@ -9,6 +9,7 @@
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "daydream/job.hpp"
+#include "graph/graph_access.hpp"
 #include "job/match.hpp"
 
 namespace daydream {
@@ -178,7 +179,7 @@ class Merger {
     arrival_map_.assign(g.num_tasks(), kNoTask);
     for (TaskId t = 0; t < g.num_tasks(); ++t) copy_task(g, r, t, iteration_base);
     for (TaskId t = 0; t < g.num_tasks(); ++t) {  // holders may come after the tasks they held
-      Task& task = out_.task(task_map_[t]);
+      Task& task = GraphAccess::task(out_, task_map_[t]);
       if (task.sm_held_by != kNoTask) task.sm_held_by = task_map_[task.sm_held_by];
       if (task.lock_held_by != kNoTask) task.lock_held_by = task_map_[task.lock_held_by];
     }

@@ -6,6 +6,7 @@
 
 #include "daydream/error.hpp"
 #include "daydream/job.hpp"
+#include "graph/graph_access.hpp"
 
 namespace daydream {
 namespace {
@@ -74,7 +75,7 @@ std::unordered_map<TaskId, TaskId> add_replica(Graph& job, const RankParts& part
     return found == task_map.end() ? t : found->second;  // a barrier stays shared
   };
   for (const auto& [from, to] : task_map) {
-    Task& task = job.task(to);
+    Task& task = GraphAccess::task(job, to);
     if (task.sm_held_by != kNoTask) task.sm_held_by = mapped(task.sm_held_by);
     if (task.lock_held_by != kNoTask) task.lock_held_by = mapped(task.lock_held_by);
   }

@@ -20,6 +20,8 @@
 
 #include "daydream/error.hpp"
 #include "daydream/simulate.hpp"
+#include "graph/graph_access.hpp"
+#include "graph/graph_storage.hpp"  // EdgeTable
 
 namespace daydream {
 
@@ -112,7 +114,7 @@ CompiledGraph compile(const Graph& graph, const SchedulePolicy& policy) {
   }
   if (c.occupancy) compile_occupancy(graph, c);
   if (c.locks) compile_locks(graph, c);
-  c.edges = graph.edge_table();
+  c.edges = GraphAccess::edge_table(graph);
   for (std::size_t i = 0; i < c.edges->delay_ns.size(); ++i)
     if (c.edges->delay_ns[i] < 0) throw_negative_delay(graph, *c.edges, i);
   return c;

@@ -102,7 +102,7 @@ TaskId insert_between(Graph& graph, NewTask task, TaskId prev, TaskId next, Time
   const TaskId id = graph.insert(task);
   // Splitting prev -> next, insert keeps the larger of delay_in_ns and that edge's delay.
   if (prev != kNoTask) graph.edge(prev, id).delay_ns = delay_in_ns;
-  else graph.task(id).release_ns = release_ns;
+  else graph.set_release(id, release_ns);
   return id;
 }
 

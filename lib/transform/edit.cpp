@@ -57,26 +57,28 @@ void Graph::check_live(TaskId id, std::string_view what) const {
   if (task(id).removed) throw Error(fmt::format("{}: {} was removed", what, describe(*this, id)));
 }
 
-void Graph::ensure_ranks() const {
-  if (rank_valid_) return;
+void Graph::ensure_ranks() {
+  TopologicalRanks& ranks = structure().ranks;
+  if (ranks.valid) return;
   const auto order = topological_order();
-  rank_.assign(num_tasks(), 0.0);
-  for (std::size_t i = 0; i < order.size(); ++i) rank_[order[i]] = static_cast<double>(i);
-  next_rank_ = static_cast<double>(order.size());
-  rank_valid_ = true;
+  ranks.rank.assign(num_tasks(), 0.0);
+  for (std::size_t i = 0; i < order.size(); ++i) ranks.rank[order[i]] = static_cast<double>(i);
+  ranks.next = static_cast<double>(order.size());
+  ranks.valid = true;
 }
 
 // A path from any of `sources` to any of `targets`, or empty. Only tasks ranked at most the
 // highest target rank can lie on such a path, so when every source ranks above that, the answer
 // is immediate; otherwise the search's bookkeeping is proportional to the tasks it visits.
-std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets) const {
+std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets) {
   ensure_ranks();
+  const std::vector<double>& rank = storage_->ranks.rank;
   double limit = -std::numeric_limits<double>::infinity();
-  for (TaskId t : targets) limit = std::max(limit, rank_[t]);
+  for (TaskId t : targets) limit = std::max(limit, rank[t]);
   std::vector<TaskId> stack;
   std::unordered_map<TaskId, TaskId> parent;  // visited task -> the task it was reached from
   for (TaskId s : sources)
-    if (rank_[s] <= limit && parent.emplace(s, kNoTask).second) stack.push_back(s);
+    if (rank[s] <= limit && parent.emplace(s, kNoTask).second) stack.push_back(s);
   if (stack.empty()) return {};
   const std::unordered_set<TaskId> target(targets.begin(), targets.end());
   const auto& g = structure().adjacency;
@@ -91,7 +93,7 @@ std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, cons
     }
     for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
       const auto w = static_cast<TaskId>(boost::target(e, g));
-      if (rank_[w] <= limit && parent.emplace(w, v).second) stack.push_back(w);
+      if (rank[w] <= limit && parent.emplace(w, v).second) stack.push_back(w);
     }
   }
   return {};
@@ -108,13 +110,14 @@ void Graph::connect(TaskId from, TaskId to, Edge edge) {
   check_live(to, "connect");
   if (from == to) throw Error(fmt::format("connect: {} cannot depend on itself", describe(*this, from)));
   ensure_ranks();
-  const bool ordered = rank_[from] < rank_[to];
+  const std::vector<double>& rank = storage_->ranks.rank;
+  const bool ordered = rank[from] < rank[to];
   if (!ordered) {
     const auto path = path_between({to}, {from});
     if (!path.empty()) refuse_cycle("connect", path, describe(*this, to));
   }
   boost::add_edge(from, to, edge, structure().adjacency);
-  if (!ordered) rank_valid_ = false;
+  if (!ordered) storage_->ranks.valid = false;
 }
 
 void Graph::disconnect(TaskId from, TaskId to) {
@@ -140,7 +143,7 @@ void Graph::remove(TaskId id) {
       boost::add_edge(p.task, s.task, bridge, g);  // keeps every rank valid
     }
   }
-  task(id).removed = true;
+  tasks_[id].removed = true;
   ++removed_count_;
 }
 
@@ -181,18 +184,19 @@ void Graph::link_inserted(TaskId id, const NewTask& spec) {
       boost::remove_edge(e, g);
     }
   }
-  double low = -1, high = next_rank_;
+  TopologicalRanks& ranks = storage_->ranks;
+  double low = -1, high = ranks.next;
   for (TaskId a : spec.after) {
     boost::add_edge(a, id, Edge{spec.after_type.value_or(infer_edge_type(*this, a, id)), Timing::finish_to_start, after_delay, false}, g);
-    low = std::max(low, rank_[a]);
+    low = std::max(low, ranks.rank[a]);
   }
   for (TaskId b : spec.before) {
     boost::add_edge(id, b, Edge{spec.before_type.value_or(infer_edge_type(*this, id, b)), Timing::finish_to_start, spec.before_delay_ns, false}, g);
-    high = std::min(high, rank_[b]);
+    high = std::min(high, ranks.rank[b]);
   }
   const double mid = (low + high) / 2;
-  if (rank_valid_ && low < mid && mid < high) rank_[id] = mid;
-  else rank_valid_ = false;  // no room between: recomputed on the next check
+  if (ranks.valid && low < mid && mid < high) ranks.rank[id] = mid;
+  else ranks.valid = false;  // no room between: recomputed on the next check
 }
 
 }  // namespace daydream

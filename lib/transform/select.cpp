@@ -162,25 +162,19 @@ TaskSet Graph::select() { return select(TaskFilter{}); }
 TaskSet& TaskSet::scale(double factor) {
   if (!std::isfinite(factor) || factor < 0)
     throw Error(fmt::format("scale: the factor must be a finite number >= 0, got {}", factor));
-  for (TaskId t : ids_) {
-    Task& task = graph_->task(t);
-    task.duration_ns = std::llround(static_cast<double>(task.duration_ns) * factor);
-  }
+  for (TaskId t : ids_) graph_->set_duration(t, std::llround(static_cast<double>(graph_->task(t).duration_ns) * factor));
   return *this;
 }
 
 TaskSet& TaskSet::set_duration(TimeNs duration_ns) {
   if (duration_ns < 0) throw Error(fmt::format("set_duration: negative duration {} ns", duration_ns));
-  for (TaskId t : ids_) graph_->task(t).duration_ns = duration_ns;
+  for (TaskId t : ids_) graph_->set_duration(t, duration_ns);
   return *this;
 }
 
 TaskSet& TaskSet::shrink(TimeNs by_ns) {
   if (by_ns < 0) throw Error(fmt::format("shrink: negative amount {} ns", by_ns));
-  for (TaskId t : ids_) {
-    Task& task = graph_->task(t);
-    task.duration_ns = std::max<TimeNs>(0, task.duration_ns - by_ns);
-  }
+  for (TaskId t : ids_) graph_->set_duration(t, std::max<TimeNs>(0, graph_->task(t).duration_ns - by_ns));
   return *this;
 }
 

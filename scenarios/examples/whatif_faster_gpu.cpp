@@ -19,8 +19,9 @@ int main(int argc, char** argv) try {
   const daydream::Graph baseline = daydream::build_graph(daydream::load_trace(argv[1]));
   daydream::Graph faster = baseline;
   for (daydream::TaskId t = 0; t < faster.num_tasks(); ++t) {
-    auto& task = faster.task(t);
-    if (task.kind == daydream::TaskKind::kernel) task.duration_ns = static_cast<daydream::TimeNs>(static_cast<double>(task.duration_ns) / factor);
+    const daydream::Task& task = faster.task(t);
+    if (task.kind == daydream::TaskKind::kernel)
+      faster.set_duration(t, static_cast<daydream::TimeNs>(static_cast<double>(task.duration_ns) / factor));
   }
   const auto before = daydream::make_replay_report(baseline, daydream::simulate(baseline));
   const auto after = daydream::make_replay_report(faster, daydream::simulate(faster));

@@ -189,7 +189,7 @@ TEST_CASE("cross_thread: autograd hand-off and the main thread's wait inside Pro
   CHECK(r.end_ns[task_named(g, "ProfilerStep#1", 2)] == 400 * us);
   // What-if: backward 100 us shorter -> the step is 100 us shorter.
   Graph faster = g;
-  faster.task(backward_tail).duration_ns -= 100 * us;
+  faster.set_duration(backward_tail, faster.task(backward_tail).duration_ns - 100 * us);
   r = simulate(faster);
   CHECK(r.end_ns[task_named(g, "ProfilerStep#1", 2)] == 300 * us);
 }
@@ -280,7 +280,7 @@ TEST_CASE("a launch blocked by a full launch queue waits for the GPU task that f
   CHECK(g.task(blocked).duration_ns == 5 * us);
   CHECK(g.report().get("launch_queue_waits") == 1);
   CHECK(simulate(g).end_ns[blocked] == 205 * us);
-  g.task(k1).duration_ns = 90 * us;  // a faster GPU frees the slot earlier
+  g.set_duration(k1, 90 * us);  // a faster GPU frees the slot earlier
   CHECK(simulate(g).end_ns[blocked] == 105 * us);
 }
 
@@ -303,7 +303,7 @@ TEST_CASE("a stream wait whose event record is unknown is resolved by timing", "
   CHECK(edge->inferred);
   CHECK(g.report().get("stream_waits_from_timing") == 1);
   CHECK(simulate(g).start_ns[consumer] == 50 * us);
-  g.task(copy).duration_ns = 20 * us;  // a faster copy releases the consumer earlier
+  g.set_duration(copy, 20 * us);  // a faster copy releases the consumer earlier
   CHECK(simulate(g).start_ns[consumer] == 25 * us);
 }
 
@@ -347,7 +347,7 @@ TEST_CASE("an event sync whose event another thread recorded is resolved by timi
   CHECK(g.report().get("event_sync_unresolved") == 0);
   const auto before = simulate(g);
   CHECK(before.end_ns[sync] == before.end_ns[copy] + 5 * us);
-  g.task(copy).duration_ns = 45 * us;  // a faster copy completes the event 100 us earlier
+  g.set_duration(copy, 45 * us);  // a faster copy completes the event 100 us earlier
   CHECK(simulate(g).end_ns[sync] == before.end_ns[sync] - 100 * us);
 }
 
@@ -390,13 +390,13 @@ TEST_CASE("an async device-to-device copy call blocked by another thread's stagi
   CHECK(r.start_ns[copy] >= 200 * us);  // the copy is queued only once the call got the driver
 
   SECTION("a holder that comes later under a what-if does not hold the call back") {
-    g.task(task_named(g, "prepare")).duration_ns = 30 * us;  // thread 2 reaches its call at 30 us
+    g.set_duration(task_named(g, "prepare"), 30 * us);  // thread 2 reaches its call at 30 us
     r = simulate(g);
     CHECK(r.end_ns[blocked] == 25 * us);
     CHECK(r.lock_waits == 0);
   }
   SECTION("a shorter hold releases the call earlier") {
-    g.task(holder).duration_ns = 90 * us;
+    g.set_duration(holder, 90 * us);
     CHECK(simulate(g).end_ns[blocked] == 105 * us);
   }
 }
@@ -425,7 +425,7 @@ TEST_CASE("a pageable copy call that returned right after an earlier pageable co
   auto r = simulate(g);
   CHECK(r.end_ns[call] == 212 * us);
   CHECK(r.start_ns[second] == 215 * us);
-  g.task(task_named(g, "k")).duration_ns = 95 * us;  // the GPU frees the first copy 100 us earlier
+  g.set_duration(task_named(g, "k"), 95 * us);  // the GPU frees the first copy 100 us earlier
   r = simulate(g);
   CHECK(r.end_ns[call] == 112 * us);
   CHECK(r.start_ns[second] == 115 * us);
@@ -452,6 +452,6 @@ TEST_CASE("a staged pageable copy queued behind a kernel of its stream waits for
   CHECK(edge_between(g, call, second)->timing == Timing::finish_to_start);
   CHECK(edge_between(g, call, second)->delay_ns == 0);
   CHECK(simulate(g).start_ns[second] == 402 * us);
-  g.task(task_named(g, "k2")).duration_ns = 150 * us;  // k2 ends at 300 us
+  g.set_duration(task_named(g, "k2"), 150 * us);  // k2 ends at 300 us
   CHECK(simulate(g).start_ns[second] == 302 * us);
 }

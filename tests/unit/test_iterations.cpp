@@ -274,7 +274,7 @@ TEST_CASE("iterations: a start-to-start iteration is simulated to the next one's
   // What-if: step 2's operator 50 us faster moves step 3's start, so step 2 is 50 us shorter
   // while step 1 (ending at step 2's first task) keeps its time.
   Graph faster = g;
-  faster.task(task_named(g, "aten::mm", 1)).duration_ns -= 50 * us;
+  faster.set_duration(task_named(g, "aten::mm", 1), faster.task(task_named(g, "aten::mm", 1)).duration_ns - 50 * us);
   const auto changed = make_replay_report(faster, simulate(faster));
   REQUIRE(changed.iterations.size() == 3);
   CHECK(changed.iterations[0].simulated_ns == 150 * us);

@@ -180,7 +180,7 @@ TEST_CASE("real traces: shrinking tasks on and off the critical path (workers0)"
     REQUIRE(duration >= 100'000);
 
     Graph faster = graph;
-    faster.task(kernel).duration_ns = duration / 2;
+    faster.set_duration(kernel, duration / 2);
     const SimulationResult after = simulate(faster);
     const auto after_steps = step_times(make_replay_report(faster, after));
     INFO("makespan " << result.makespan_ns << " -> " << after.makespan_ns);
@@ -206,7 +206,7 @@ TEST_CASE("real traces: shrinking tasks on and off the critical path (workers0)"
     REQUIRE(kernel_slack >= 100'000);
 
     Graph faster = graph;
-    faster.task(kernel).duration_ns /= 2;
+    faster.set_duration(kernel, faster.task(kernel).duration_ns / 2);
     const SimulationResult after = simulate(faster);
     CHECK(after.makespan_ns == result.makespan_ns);
     CHECK(step_times(make_replay_report(faster, after)) == before);
@@ -230,7 +230,7 @@ TEST_CASE("real traces: shrinking tasks on and off the critical path (workers0)"
     REQUIRE(removed >= 100'000);
 
     Graph faster = graph;
-    faster.task(cpu).duration_ns -= removed;
+    faster.set_duration(cpu, faster.task(cpu).duration_ns - removed);
     const SimulationResult after = simulate(faster);
     const auto after_steps = step_times(make_replay_report(faster, after));
     CHECK(after.makespan_ns < result.makespan_ns);

@@ -40,7 +40,7 @@ TEST_CASE("finish-to-start and start-to-start delays give exact start times", "[
   f.ss(a, k, 4);                         // k at a.start + 4 = 4
   f.fs(k, s, 0, EdgeType::sync);         // s waits for k (ends 24) ...
   f.fs(b, s, 1);                         // ... and for b (ends 17) + 1
-  f.g.task(a).release_ns = 100;          // a root starts at its release
+  f.g.set_release(a, 100);          // a root starts at its release
   const auto r = simulate(f.g);
   CHECK(r.start_ns[a] == 100);
   CHECK(r.start_ns[b] == 112);

@@ -10,6 +10,7 @@
 #include "daydream/transform.hpp"
 #include "unit/graph_helpers.hpp"
 #include "unit/trace_builder.hpp"
+#include "graph/graph_access.hpp"
 
 using namespace daydream;
 using test::edge_between;
@@ -64,8 +65,8 @@ TEST_CASE("baseline pipeline simulates as designed", "[transform]") {
 
 TEST_CASE("select composes kind, name, unit, phase, iteration and predicates", "[transform]") {
   Pipeline p;
-  p.g.task(p.k2).phase = Phase::backward;
-  p.g.task(p.k2).iteration = 3;
+  GraphAccess::task(p.g, p.k2).phase = Phase::backward;
+  GraphAccess::task(p.g, p.k2).iteration = 3;
   CHECK(p.g.select().size() == 5);
   CHECK(p.g.select(TaskFilter().kind(TaskKind::kernel)).ids() == std::vector<TaskId>{p.k1, p.k2});
   CHECK(p.g.select(TaskFilter().kind(TaskKind::kernel).name("gemm")).ids() == std::vector<TaskId>{p.k1});
@@ -177,7 +178,7 @@ TEST_CASE("remove bridges every predecessor to every successor with the delays k
     t.push_back(g.add_task(task));
   }
   const TaskId p1 = t[0], p2 = t[1], x = t[2], s1 = t[3], s2 = t[4];
-  g.task(p2).duration_ns = 30 * us;
+  g.set_duration(p2, 30 * us);
   g.add_edge(p1, x, {EdgeType::cross_thread, Timing::finish_to_start, 1 * us, false});
   g.add_edge(p2, x, {EdgeType::cross_thread, Timing::start_to_start, 2 * us, false});
   g.add_edge(x, s1, {EdgeType::cross_thread, Timing::finish_to_start, 3 * us, false});

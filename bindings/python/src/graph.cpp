@@ -84,7 +84,7 @@ void init_graph(py::module_& m) {
           [](const TaskRef& r, py::object value) {
             const TimeNs ns = non_negative_ns(value, "duration_ns");
             WriteLock lock(*r.box);
-            r.box->graph.task(r.id).duration_ns = ns;
+            r.box->graph.set_duration(r.id, ns);
           },
           "Duration in ns; settable (an int >= 0, else ValueError).")
       .def_property_readonly("layer", [](const TaskRef& r) { return optional_string(r.box->graph, r.task().layer); },

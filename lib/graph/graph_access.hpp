@@ -1,0 +1,17 @@
+#pragma once
+// Write access to a graph's tasks for the code that builds graphs (lib/graph, lib/job): the
+// public API changes a task only through Graph's named mutators (set_duration, rename, ...) and
+// removes one only with Graph::remove, which also takes its edges away.
+#include <memory>
+
+#include "daydream/graph.hpp"
+
+namespace daydream {
+
+struct GraphAccess {
+  static Task& task(Graph& graph, TaskId id) { return graph.mutable_task(id); }
+  /// The simulator's flat copy of the edges (graph/graph_storage.hpp).
+  static std::shared_ptr<const EdgeTable> edge_table(const Graph& graph) { return graph.edge_table(); }
+};
+
+}  // namespace daydream
