@@ -1,6 +1,6 @@
 # Fails when a file includes a header of a later stage of the pipeline (docs/architecture.md):
 #
-#   0 ingest     lib/common, lib/ingest, lib/cupti; daydream/{error,trace,ingest,collector}.hpp
+#   0 ingest     lib/common, lib/ingest, lib/cupti; daydream/{error,import_stats,trace,ingest,collector}.hpp
 #   1 graph      lib/graph, lib/transform; daydream/{graph,layers,transform}.hpp (the graph and its edits)
 #   2 simulate   lib/simulate; daydream/simulate.hpp
 #   3 analyze    lib/model, lib/analyze; daydream/{model,analyze}.hpp (cost models, facts read off a graph)
@@ -25,7 +25,7 @@ set(_dirs_4 scenario report predict)
 set(_dirs_5 job)
 set(_dirs_6 scenarios)  # the top-level scenarios/ folder
 set(_dirs_7 cli)
-set(_headers_0 error trace ingest collector)
+set(_headers_0 error import_stats trace ingest collector)
 set(_headers_1 graph layers transform)
 set(_headers_2 simulate)
 set(_headers_3 model analyze)

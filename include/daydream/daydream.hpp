@@ -16,6 +16,7 @@
 #include "daydream/collector.hpp"
 #include "daydream/error.hpp"
 #include "daydream/graph.hpp"
+#include "daydream/import_stats.hpp"
 #include "daydream/ingest.hpp"
 #include "daydream/job.hpp"
 #include "daydream/layers.hpp"

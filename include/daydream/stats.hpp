@@ -1,7 +1,8 @@
 #pragma once
 /// @file stats.hpp
 /// @brief What a trace and its graph hold: task counts by kind, edge counts by type, the
-/// calibrated latencies and the import report (`daydream stats`).
+/// calibrated latencies and the import report (`daydream stats`); the catalogue of the import
+/// report (`daydream stats --catalogue`).
 
 #include <array>
 #include <string>
@@ -27,5 +28,8 @@ struct GraphStats {
 
 GraphStats make_stats(const Trace& trace, const Graph& graph);
 std::string to_json(const GraphStats& stats);
+/// Every stat the import report may hold (daydream/import_stats.hpp) as one JSON object:
+/// {"catalogue": [{"key", "keyed", "suffix", "severity", "stage", "description"}, ...]}.
+std::string catalogue_json();
 
 }  // namespace daydream

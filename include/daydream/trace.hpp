@@ -8,10 +8,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "daydream/import_stats.hpp"
 
 namespace daydream {
 
@@ -135,10 +138,6 @@ struct OffCpuInterval {
   TimeNs end_ns = 0;       ///< switched back in
 };
 
-/// How bad an import oddity is (the Perfetto trace processor's stat severities).
-enum class Severity : std::uint8_t { info, error, data_loss };
-std::string_view to_string(Severity severity);
-
 /// One counter of the import report.
 struct ImportStat {
   std::string key;           ///< stable snake_case identifier
@@ -150,19 +149,37 @@ struct ImportStat {
 };
 
 /// Everything odd met while importing and building a graph, counted instead of dropped silently.
+/// Counters are the stats of the catalogue (daydream/import_stats.hpp), listed in the order they
+/// first occur; the first occurrence gives the counter its first event (a source index).
+/// A suffix for a stat that is not keyed (or none for one that is), likewise a detail, is a bug
+/// of the caller: std::logic_error.
 class ImportReport {
  public:
-  /// Counts one occurrence of `key`; the first call fixes severity and description.
-  void count(std::string_view key, Severity severity, std::string_view description,
-             std::int64_t event = kNone, std::int64_t n = 1);
+  /// Counts one occurrence of `id`, a plain stat.
+  void count(stats::Id id, std::int64_t event = kNone);
+  /// Counts one occurrence of `id`, a keyed stat, under "<key>:<suffix>" ("unsupported_phase:B").
+  void count(stats::Id id, std::string_view suffix, std::int64_t event = kNone);
+  /// Counts one occurrence of `id`, a detailed stat: the first occurrence's detail fills the slot.
+  void count(stats::Id id, stats::Detail detail, std::int64_t event = kNone);
   /// As count(), adding `duration_ns` to the counter's total_ns (time kept as a delay, say).
-  void count_time(std::string_view key, Severity severity, std::string_view description, TimeNs duration_ns,
+  void count_time(stats::Id id, TimeNs duration_ns, std::int64_t event = kNone);
+  void count_time(stats::Id id, std::string_view suffix, stats::Detail detail, TimeNs duration_ns,
                   std::int64_t event = kNone);
+  /// Adds the count of `stat`, a counter of another report (a rank's, merged into a job's), to
+  /// the counter of the same key, made with its severity and description if this report lacks
+  /// it. The first event is not carried over: it indexes another trace.
+  void add(const ImportStat& stat);
   std::int64_t get(std::string_view key) const;
   TimeNs total_ns(std::string_view key) const;
   const std::vector<ImportStat>& stats() const { return stats_; }
 
  private:
+  // The counter of `id` (under "<key>:<suffix>" for a keyed stat), made at its first occurrence.
+  ImportStat& counter(stats::Id id, std::optional<std::string_view> suffix, std::optional<std::string_view> detail,
+                      std::int64_t event);
+  ImportStat* find(const std::string& key);
+  ImportStat& insert(ImportStat stat);
+
   std::vector<ImportStat> stats_;
   std::unordered_map<std::string, std::size_t> index_;
 };

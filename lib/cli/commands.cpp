@@ -103,6 +103,13 @@ void print_stats_table(const GraphStats& s) {
                stat.total_ns > 0 ? fmt::format("[{} ms] ", format_ms(stat.total_ns)) : std::string(), stat.description);
 }
 
+void print_catalogue_table() {
+  fmt::print("import report catalogue ({} stats; docs/formats.md, \"Import report\")\n", stats::kNumStats);
+  for (const stats::Stat& stat : stats::catalogue())
+    fmt::print("  {:<40} {:<9} {:<6}  {}\n", stat.pattern(), to_string(stat.severity), to_string(stat.stage),
+               stat.description);
+}
+
 void print_layer_table(const LayerReport& r) {
   fmt::print("trace: {}\nGPU time attributed to a layer: {:.1f}% of {} ms; CPU time: {:.1f}% of {} ms\n\n", r.trace,
              100.0 * r.gpu_coverage(), format_ms(r.gpu_total_ns), 100.0 * r.cpu_coverage(), format_ms(r.cpu_total_ns));
@@ -340,6 +347,12 @@ int run_stats(const CommonOptions& options) {
   const GraphStats stats = make_stats(trace, build_graph(trace, options.graph_options()));
   if (options.json) std::cout << to_json(stats);
   else print_stats_table(stats);
+  return 0;
+}
+
+int run_stats_catalogue(bool json) {
+  if (json) std::cout << catalogue_json();
+  else print_catalogue_table();
   return 0;
 }
 

@@ -24,6 +24,8 @@ struct CommonOptions {
 
 int run_replay(const CommonOptions& options);
 int run_stats(const CommonOptions& options);
+/// `stats --catalogue`: every stat the import report may hold; needs no trace.
+int run_stats_catalogue(bool json);
 
 struct LayerOptions {
   CommonOptions common;

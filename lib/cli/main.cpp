@@ -35,6 +35,20 @@ void add_job_trace_options(CLI::App& command, daydream::cli::CommonOptions& opti
   add_iterations_option(command, options);
 }
 
+/// stats TRACE, or stats --catalogue (no trace): TRACE is required unless --catalogue is given,
+/// with CLI11's own message, as for a required option.
+CLI::App* add_stats_command(CLI::App& app, daydream::cli::CommonOptions& options, bool& catalogue) {
+  auto* stats = app.add_subcommand("stats", "Task counts by kind, edge counts by type, calibration and the import report");
+  add_trace_options(*stats, options);
+  CLI::Option* trace = stats->get_option("TRACE")->required(false);
+  stats->add_flag("--catalogue", catalogue, "List every counter the import report may hold (takes no TRACE)")
+      ->excludes(trace);
+  stats->callback([&options, &catalogue] {
+    if (!catalogue && options.traces.empty()) throw CLI::RequiredError("TRACE");
+  });
+  return stats;
+}
+
 CLI::App* add_predict_command(CLI::App& app, daydream::cli::PredictOptions& options) {
   auto* predict = app.add_subcommand("predict", "Predict one scenario: per-iteration baseline vs predicted time, the "
                                                 "critical path by category and layer, and the scenario's notes");
@@ -88,8 +102,8 @@ int main(int argc, char** argv) {
   auto* replay = app.add_subcommand("replay", "Measured vs simulated time of each iteration (ProfilerStep#N, step N, ...) and the GPU span; for "
                                              "several ranks, per rank and for the job, with the straggler report");
   add_job_trace_options(*replay, replay_options);
-  auto* stats = app.add_subcommand("stats", "Task counts by kind, edge counts by type, calibration and the import report");
-  add_trace_options(*stats, stats_options);
+  bool stats_catalogue = false;
+  auto* stats = add_stats_command(app, stats_options, stats_catalogue);
   daydream::cli::LayerOptions layer_options;
   auto* layers = app.add_subcommand("layers", "GPU time, CPU time and kernels per layer and phase; share of GPU time attributed");
   add_trace_options(*layers, layer_options.common);
@@ -112,7 +126,9 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%l: %v");
   try {
     if (replay->parsed()) return daydream::cli::run_replay(replay_options);
-    if (stats->parsed()) return daydream::cli::run_stats(stats_options);
+    if (stats->parsed())
+      return stats_catalogue ? daydream::cli::run_stats_catalogue(stats_options.json)
+                             : daydream::cli::run_stats(stats_options);
     if (layers->parsed()) return daydream::cli::run_layers(layer_options);
     if (predict->parsed()) return daydream::cli::run_predict(predict_options);
     if (sweep->parsed()) return daydream::cli::run_sweep(sweep_options);

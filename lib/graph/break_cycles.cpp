@@ -78,12 +78,10 @@ void drop_edge(BuildContext& ctx, const CycleEdge& dropped) {
   g.disconnect(dropped.from, dropped.to);
   if (dropped.edge.type != EdgeType::cpu_sequential && dropped.edge.type != EdgeType::gpu_sequential)
     restore_waiting_time(ctx, dropped.to);
-  ctx.count("cycle_edges_dropped", Severity::error,
-            fmt::format("edges removed to break a cycle the rules closed (first: {}{} edge '{}' -> '{}', "
-                        "contradicted by {} ns)",
-                        dropped.edge.inferred ? "inferred " : "", to_string(dropped.edge.type), g.name(dropped.from),
-                        g.name(dropped.to), dropped.contradiction_ns),
-            g.task(dropped.to).source_event);
+  const std::string edge = fmt::format("{}{} edge '{}' -> '{}', contradicted by {} ns",
+                                       dropped.edge.inferred ? "inferred " : "", to_string(dropped.edge.type),
+                                       g.name(dropped.from), g.name(dropped.to), dropped.contradiction_ns);
+  ctx.count(stats::cycle_edges_dropped, stats::Detail{edge}, g.task(dropped.to).source_event);
 }
 
 }  // namespace

@@ -91,9 +91,8 @@ struct BuildContext {
     Iterator end() const { return {last}; }
   };
   Positions lookup(const CorrelationIndex& index, std::int64_t correlation) const;
-  void count(std::string_view key, Severity severity, std::string_view description, std::int64_t event = kNone) {
-    graph.report().count(key, severity, description, event);
-  }
+  void count(stats::Id id, std::int64_t event = kNone) { graph.report().count(id, event); }
+  void count(stats::Id id, stats::Detail detail, std::int64_t event) { graph.report().count(id, detail, event); }
 };
 
 // The stages, in the order build_graph() runs them.

@@ -54,15 +54,13 @@ class ThreadSegmenter {
     const TraceEvent& e = ctx_.event(position);
     close_until(e.start_ns);
     if (!stack_.empty() && is_api_call(ctx_.event(stack_.back().position).kind)) {
-      ctx_.count("event_inside_api_call", Severity::info,
-                 "events nested in a CUDA API call: folded into that call's task", e.source_index);
+      ctx_.count(stats::event_inside_api_call, e.source_index);
       folded_.emplace_back(position, stack_.back().position);
       return;
     }
     TimeNs end = e.end_ns();
     if (!stack_.empty() && end > stack_.back().end) {
-      ctx_.count("overlapping_cpu_events", Severity::info,
-                 "CPU events ending after their enclosing event: cut at the enclosing event's end", e.source_index);
+      ctx_.count(stats::overlapping_cpu_events, e.source_index);
       end = stack_.back().end;
     }
     if (!stack_.empty()) emit(stack_.back().position, cursor_, e.start_ns);
@@ -251,9 +249,7 @@ void layers_from_forward_ops(BuildContext& ctx) {
     if (t.phase != Phase::backward || t.layer != 0) continue;
     if (auto it = forward_layer.find(sequence); it != forward_layer.end()) {
       t.layer = it->second;
-      ctx.count("layers_from_forward_ops", Severity::info,
-                "backward tasks given the layer of their forward operator (same autograd sequence number)",
-                t.source_event);
+      ctx.count(stats::layers_from_forward_ops, t.source_event);
     }
   }
 }

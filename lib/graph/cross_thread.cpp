@@ -91,9 +91,7 @@ class CrossThreadInference {
       if (ctx.graph.units()[u].kind != UnitKind::cpu_thread) continue;
       if (!has_operator_tasks(ctx, u) && !launches[u]) {
         ctx.graph.unit(u).background = true;
-        ctx.count("background_threads", Severity::info,
-                  "CPU threads with CUDA calls but no operators and no launches (e.g. NCCL watchdog): no "
-                  "cross_thread edges");
+        ctx.count(stats::background_threads);
         continue;
       }
       ThreadEnds t{u, {}};
@@ -170,10 +168,7 @@ class CrossThreadInference {
     if (waker_end > times.end) return drop_contradicted(segment);
     ctx_.graph.add_edge(waker, segment, {EdgeType::cross_thread, Timing::finish_to_start, 0, true});
     GraphAccess::task(ctx_.graph, segment).duration_ns = std::max<TimeNs>(0, times.end - std::max(times.start, waker_end));
-    ctx_.count("waits_inside_cpu_ranges", Severity::info,
-               "long CPU segments taken as waits for another thread (cross_thread edge; duration = time after the "
-               "waker ended)",
-               ctx_.graph.task(segment).source_event);
+    ctx_.count(stats::waits_inside_cpu_ranges, ctx_.graph.task(segment).source_event);
   }
 
   // A segment that ended before its candidate waker did cannot have waited for it (the wait is
@@ -181,10 +176,7 @@ class CrossThreadInference {
   // Accepted within the tolerance, two overlapping ranges on two threads ending < 2 us apart
   // (a DALI operator and the main thread's `forward`) each waited for the other: a cycle.
   void drop_contradicted(TaskId segment) {
-    ctx_.count("cross_thread_contradicted", Severity::info,
-               "long CPU segments whose latest candidate waker on another thread ended after the segment: no "
-               "cross_thread edge",
-               ctx_.graph.task(segment).source_event);
+    ctx_.count(stats::cross_thread_contradicted, ctx_.graph.task(segment).source_event);
   }
 
   BuildContext& ctx_;
@@ -207,18 +199,12 @@ void count_kept_gap(BuildContext& ctx, UnitId unit, TaskId next, TimeNs from, Ti
   const ThreadSchedule& schedule = ctx.schedules[unit];
   const std::int64_t event = ctx.graph.task(next).source_event;
   if (!schedule.known) {
-    ctx.graph.report().count_time("unexplained_gaps", Severity::info,
-                                  "idle stretches longer than thread_idle_ns with no waker in the trace and no "
-                                  "scheduling data: CPU work or a wait for something not traced, kept as delays",
-                                  to - from, event);
+    ctx.graph.report().count_time(stats::unexplained_gaps, to - from, event);
     return;
   }
   const TimeNs off = schedule.off_cpu_within(from, to);
   if (off > ctx.options.thread_idle_ns)
-    ctx.graph.report().count_time("unexplained_waits", Severity::info,
-                                  "stretches in which a thread was switched out (blocked) with no waker in the "
-                                  "trace (another process, I/O, a timer): kept as delays; total = off-CPU time",
-                                  off, event);
+    ctx.graph.report().count_time(stats::unexplained_waits, off, event);
 }
 
 }  // namespace

@@ -140,9 +140,7 @@ void calibrate_latencies(BuildContext& ctx) {
   for (std::size_t k = 0; k < kTaskKindCount; ++k)
     cal.launch_latency_ns[k] =
         samples[k].empty() ? pooled_latency : std::min(text::lower_quantile(samples[k], 4), pooled_median);
-  if (pooled.empty())
-    ctx.count("no_launch_latency_samples", Severity::info,
-              "no GPU task was launched onto an idle stream: launch latency taken as 0");
+  if (pooled.empty()) ctx.count(stats::no_launch_latency_samples);
   std::vector<TimeNs> gaps = gap_samples(ctx, timelines);
   cal.gap_samples = static_cast<std::int64_t>(gaps.size());
   cal.gpu_gap_ns = text::median(gaps);
@@ -220,10 +218,7 @@ class StreamBuilder {
     const bool stream_bound = previous_ != kNoTask && ctx_.times[previous_].end + cal.gpu_gap_ns >= launch_ready;
     const Hold hold = classify_hold(id, position, launcher, launch_ready);
     if (launcher == kNoTask) {
-      ctx_.count("gpu_task_without_launch", Severity::info,
-                 "GPU tasks whose launch call is not in the trace (launched before profiling began): "
-                 "they start at their recorded time or after their stream predecessor",
-                 e.source_index);
+      ctx_.count(stats::gpu_task_without_launch, e.source_index);
     } else {
       TimeNs delay = staged_copy(e) ? std::clamp(start - ctx_.times[launcher].start, TimeNs{0},
                                                    ctx_.times[launcher].end - ctx_.times[launcher].start)
@@ -231,9 +226,7 @@ class StreamBuilder {
       if (const TimeNs held = unexplained_hold(e, launch_ready, ctx_.times[launcher].start); held > delay) delay = held;
       if (hold == Hold::kept && !stream_bound) delay = std::max(delay, start - ctx_.times[launcher].start);
       if (start < ctx_.times[launcher].start) {
-        ctx_.count("gpu_start_before_launch", Severity::error,
-                   "GPU tasks recorded as starting before their launch call (clock skew): launch delay set to 0",
-                   e.source_index);
+        ctx_.count(stats::gpu_start_before_launch, e.source_index);
         delay = 0;
       }
       const EdgeType type = kind == TaskKind::communication ? EdgeType::communication : EdgeType::launch;
@@ -242,9 +235,7 @@ class StreamBuilder {
     if (previous_ == kNoTask) return;
     const TimeNs prev_end = ctx_.times[previous_].end;
     if (start < prev_end - ctx_.options.contradiction_tolerance_ns)
-      ctx_.count("overlapping_gpu_tasks", Severity::error,
-                 "GPU tasks starting before the previous task on their stream ended: simulated one after the other",
-                 e.source_index);
+      ctx_.count(stats::overlapping_gpu_tasks, e.source_index);
     const TimeNs gap = stream_bound ? std::max<TimeNs>(0, start - prev_end) : cal.gpu_gap_ns;
     ctx_.graph.add_edge(previous_, id, {EdgeType::gpu_sequential, Timing::finish_to_start, gap, false});
   }
@@ -265,20 +256,12 @@ class StreamBuilder {
     if (!holder) return Hold::none;
     if (timelines_.modelled(e.lane)) {
       const TimeNs held = start - std::max(ready, ctx_.rel(ctx_.event(*holder).start_ns));
-      ctx_.graph.report().count_time("gpu_holds_by_occupancy", Severity::info,
-                                     "SM work held back on its stream by a kernel of another stream that filled the GPU "
-                                     "(launch configurations): simulated by the occupancy model; total = time held "
-                                     "while that kernel ran",
-                                     held, e.source_index);
+      ctx_.graph.report().count_time(stats::gpu_holds_by_occupancy, held, e.source_index);
       holds_.emplace_back(id, *holder);
       return Hold::occupancy;
     }
     if (late <= ctx_.options.thread_idle_ns) return Hold::none;
-    ctx_.graph.report().count_time("gpu_holds_kept", Severity::info,
-                                   "SM work held back on its stream while a kernel of another stream ran, in a trace "
-                                   "without launch configurations (the occupancy model cannot tell whether it filled "
-                                   "the GPU): the recorded hold is kept as a delay; total = held time",
-                                   late, e.source_index);
+    ctx_.graph.report().count_time(stats::gpu_holds_kept, late, e.source_index);
     return Hold::kept;
   }
 
@@ -290,10 +273,7 @@ class StreamBuilder {
     if (start - launch_ready <= ctx_.options.thread_idle_ns) return -1;
     if (previous_ != kNoTask && ctx_.times[previous_].end > launch_ready) return -1;
     if (timelines_.device_busy_between(e.lane, launch_ready + ctx_.origin, e.start_ns)) return -1;
-    ctx_.graph.report().count_time("gpu_holds_unexplained", Severity::info,
-                                   "GPU tasks that started long after their launch while the whole device was idle "
-                                   "(nothing in the trace held them): the recorded launch delay is kept",
-                                   start - launch_ready, e.source_index);
+    ctx_.graph.report().count_time(stats::gpu_holds_unexplained, start - launch_ready, e.source_index);
     return start - call_start;
   }
 
@@ -345,10 +325,7 @@ void count_lost_gpu_records(BuildContext& ctx) {
     const TraceEvent& e = ctx.trace.events[i];
     if (!is_api_call(e.kind) || e.correlation == kNone || !launches_gpu_work(ctx.trace.name_of(e))) continue;
     if (ctx.lookup(ctx.gpu_by_correlation, e.correlation).empty())
-      ctx.count("launches_without_gpu_record", Severity::data_loss,
-                "launch and copy calls whose GPU activity is not in the trace (records dropped or not flushed): "
-                "the GPU work they started is missing from the graph",
-                e.source_index);
+      ctx.count(stats::launches_without_gpu_record, e.source_index);
   }
 }
 

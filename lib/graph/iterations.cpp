@@ -156,9 +156,7 @@ void assign_iterations(BuildContext& ctx) {
   Graph& g = ctx.graph;
   const auto steps = find_steps(ctx, g.iteration_rule);
   for (const auto& step : steps) g.iterations().push_back(make_iteration(ctx, step));
-  if (steps.empty() && !ctx.options.iterations.empty())
-    ctx.count("iteration_pattern_unmatched", Severity::error,
-              "the --iterations pattern names no CPU range of the trace: no iterations");
+  if (steps.empty() && !ctx.options.iterations.empty()) ctx.count(stats::iteration_pattern_unmatched);
   if (steps.empty()) return;
   for (TaskId t = 0; t < g.num_tasks(); ++t) {
     if (g.units()[g.task(t).unit].kind == UnitKind::cpu_thread || ctx.launched_by[t] == kNoTask)

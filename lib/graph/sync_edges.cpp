@@ -141,10 +141,7 @@ class SyncBuilder {
     task.lock_held_by = holder;
     task.blocking = true;
     task.duration_ns = std::max<TimeNs>(0, call.end - std::max(call.start, ctx_.times[holder].end));
-    ctx_.count("driver_lock_waits", Severity::info,
-               "long CUDA calls that returned right after a long call of another thread of the process (the driver "
-               "serialises them): they wait for that call's end in the simulation when its thread reached it first",
-               task.source_event);
+    ctx_.count(stats::driver_lock_waits, task.source_event);
   }
 
   void wait_for_queue_slot(TaskId t, std::uint32_t position) {
@@ -156,9 +153,7 @@ class SyncBuilder {
         latest_end_within(gpu_ends_, call.end - ctx_.options.launch_queue_window_ns, returned_by(call),
                           [&](TimeNs end, TaskId task) { return end > call.start && launched_before(task, call.start); });
     if (released_by == kNoTask) return;
-    add_sync(t, {released_by}, /*inferred=*/true, "launch_queue_waits",
-             "launch calls that waited for a slot in the full GPU launch queue: sync edge from the GPU task whose "
-             "end freed it");
+    add_sync(t, {released_by}, /*inferred=*/true, stats::launch_queue_waits);
   }
 
   /// A copy call may be long for its own copy: it blocks until a copy to pageable memory is done,
@@ -300,9 +295,7 @@ class SyncBuilder {
     if (ctx_.times[t].end - ctx_.times[t].start <= long_call_ns()) return;
     const TaskId last = last_launched_before(last_launch, ctx_.times[t].start);
     if (last != kNoTask)
-      add_sync(t, {last}, /*inferred=*/true, "copy_without_record_waits",
-               "copy calls without a copy record that lasted as long as a wait: sync edge from the last work "
-               "launched on the thread's stream before them (inferred)");
+      add_sync(t, {last}, /*inferred=*/true, stats::copy_without_record_waits);
   }
 
   /// "If pageable memory must first be staged to pinned memory, the driver may synchronize with
@@ -320,9 +313,7 @@ class SyncBuilder {
     if (times.end - times.start <= long_call_ns()) return;
     const TaskId awaited = staging_released_by(t, copy);
     if (awaited == kNoTask) return;
-    add_sync(t, {awaited}, /*inferred=*/true, "pageable_copy_staging_waits",
-             "pageable copy calls that returned right after an earlier pageable copy ended (the driver waits for "
-             "its staging buffer): sync edge from that copy");
+    add_sync(t, {awaited}, /*inferred=*/true, stats::pageable_copy_staging_waits);
     queue_copy_at_return(t, copy);
   }
 
@@ -371,13 +362,10 @@ class SyncBuilder {
   void wait_for_event(TaskId t, const RecordPoint& point) {
     if (point.inferred) {
       if (const TaskId completer = event_completed_by(t); completer != kNoTask)
-        return add_sync(t, {completer}, /*inferred=*/true, "event_syncs_from_timing",
-                        "cudaEventSynchronize calls whose event record is unknown, resolved by timing: the call "
-                        "waited and returned right after recorded GPU work of its device ended (inferred sync edge)");
+        return add_sync(t, {completer}, /*inferred=*/true, stats::event_syncs_from_timing);
     }
     if (point.unit == BuildContext::kNoUnit) {
-      ctx_.count("event_sync_unresolved", Severity::info,
-                 "cudaEventSynchronize calls whose event could not be traced to a stream: no edge");
+      ctx_.count(stats::event_sync_unresolved);
       return;
     }
     const TaskId last = last_launched_before(point.unit, point.time);
@@ -446,21 +434,17 @@ class SyncBuilder {
   }
 
   void add_sync(TaskId t, const std::vector<TaskId>& awaited, bool inferred) {
-    add_sync(t, awaited, inferred, "sync_stream_inferred",
-             "sync calls whose stream or event was inferred from the thread's launches");
+    add_sync(t, awaited, inferred, stats::sync_stream_inferred);
   }
 
-  void add_sync(TaskId t, const std::vector<TaskId>& awaited, bool inferred, std::string_view inferred_key,
-                std::string_view inferred_description) {
+  /// `inferred_stat` counts the edges when they are inferred.
+  void add_sync(TaskId t, const std::vector<TaskId>& awaited, bool inferred, stats::Id inferred_stat) {
     if (awaited.empty()) return;
     TimeNs awaited_end = kNever;
     for (TaskId a : awaited) awaited_end = std::max(awaited_end, ctx_.times[a].end);
     const TaskTimes& call = ctx_.times[t];
     if (awaited_end > call.end + ctx_.options.contradiction_tolerance_ns) {
-      ctx_.count(inferred ? "inferred_sync_contradicted" : "sync_returned_before_gpu_end",
-                 inferred ? Severity::info : Severity::error,
-                 "blocking calls that returned before the GPU work they wait for ended (wrong inference or "
-                 "clock skew): no sync edge",
+      ctx_.count(inferred ? stats::inferred_sync_contradicted : stats::sync_returned_before_gpu_end,
                  ctx_.graph.task(t).source_event);
       return;
     }
@@ -471,7 +455,7 @@ class SyncBuilder {
     Task& task = GraphAccess::task(ctx_.graph, t);
     task.blocking = true;
     task.duration_ns = std::max<TimeNs>(0, call.end - std::max(call.start, awaited_end));
-    if (inferred) ctx_.count(inferred_key, Severity::info, inferred_description, task.source_event);
+    if (inferred) ctx_.count(inferred_stat, task.source_event);
   }
 
   void stream_wait(TaskId t, const TraceEvent* record, const RecordPoint& point, UnitId next_launch) {
@@ -531,18 +515,13 @@ class SyncBuilder {
   }
 
   void add_released_wait(TaskId releaser, TaskId waiting) {
-    ctx_.count("stream_waits_from_timing", Severity::info,
-               "cudaStreamWaitEvent calls whose event record is unknown, resolved by timing: the held task started "
-               "within one launch latency after a task on another stream ended (inferred cross_stream edge)",
-               ctx_.graph.task(waiting).source_event);
+    ctx_.count(stats::stream_waits_from_timing, ctx_.graph.task(waiting).source_event);
     add_cross_stream(releaser, waiting, /*inferred=*/true);
   }
 
   void add_cross_stream(TaskId awaited, TaskId waiting, bool inferred) {
     if (ctx_.times[waiting].start < ctx_.times[awaited].end - ctx_.options.contradiction_tolerance_ns) {
-      ctx_.count("cross_stream_contradicted", Severity::info,
-                 "stream waits whose waiting task started before the awaited task ended: no edge",
-                 ctx_.graph.task(waiting).source_event);
+      ctx_.count(stats::cross_stream_contradicted, ctx_.graph.task(waiting).source_event);
       return;
     }
     const bool comm = ctx_.graph.task(awaited).kind == TaskKind::communication ||

@@ -75,11 +75,8 @@ void align_gpu_clocks(Trace& trace) {
       if (lane.kind == LaneKind::gpu_stream && lane.process == device && e.kind != EventKind::cuda_sync)
         e.start_ns -= offset;
     }
-    trace.report.count_time(fmt::format("gpu_clock_aligned:device {}", device), Severity::error,
-                            fmt::format("the device's GPU timestamps were {:.3f} ms away from the CPU's (launches "
-                                        "started before their calls, or blocking copies ended after their calls "
-                                        "returned): its GPU events were shifted by that offset",
-                                        static_cast<double>(offset) / 1e6),
+    trace.report.count_time(stats::gpu_clock_aligned, fmt::format("device {}", device),
+                            stats::Detail{fmt::format("{:.3f}", static_cast<double>(offset) / 1e6)},
                             offset < 0 ? -offset : offset);
   }
 }

@@ -1,4 +1,9 @@
 // Names of the trace model's enums and the import report's counters.
+#include <fmt/format.h>
+
+#include <optional>
+#include <stdexcept>
+
 #include "daydream/trace.hpp"
 
 namespace daydream {
@@ -27,26 +32,68 @@ bool is_cpu_range(EventKind kind) {
 }
 bool is_api_call(EventKind kind) { return kind == EventKind::runtime || kind == EventKind::driver; }
 
-std::string_view to_string(Severity severity) {
-  switch (severity) {
-    case Severity::info: return "info";
-    case Severity::error: return "error";
-    case Severity::data_loss: return "data_loss";
-  }
-  return "?";
+namespace {
+
+using Part = std::optional<std::string_view>;
+
+// A keyed stat takes a suffix and a detailed one a detail (either may be empty text); others
+// take none. A mismatch would make a key or a description that the catalogue does not list.
+void check_use(const stats::Stat& s, const Part& suffix, const Part& detail) {
+  const auto wrong = [&](bool expected, std::string_view what) {
+    return std::logic_error(fmt::format("import stat '{}' counted {} {}", s.key, expected ? "without" : "with", what));
+  };
+  if (s.keyed() != suffix.has_value()) throw wrong(s.keyed(), "a suffix");
+  if (s.detailed() != detail.has_value()) throw wrong(s.detailed(), "a detail");
 }
 
-void ImportReport::count(std::string_view key, Severity severity, std::string_view description,
-                         std::int64_t event, std::int64_t n) {
-  auto [it, inserted] = index_.try_emplace(std::string(key), stats_.size());
-  if (inserted) stats_.push_back({std::string(key), severity, std::string(description), 0, event});
-  stats_[it->second].count += n;
+void add_time(ImportStat& stat, TimeNs duration_ns) {
+  ++stat.count;
+  stat.total_ns += duration_ns;
 }
 
-void ImportReport::count_time(std::string_view key, Severity severity, std::string_view description,
-                              TimeNs duration_ns, std::int64_t event) {
-  count(key, severity, description, event);
-  stats_[index_.find(std::string(key))->second].total_ns += duration_ns;
+}  // namespace
+
+ImportStat& ImportReport::counter(stats::Id id, Part suffix, Part detail, std::int64_t event) {
+  const stats::Stat& s = stats::stat(id);
+  check_use(s, suffix, detail);
+  std::string key = s.counter_key(suffix.value_or(""));
+  if (ImportStat* found = find(key)) return *found;
+  return insert({std::move(key), s.severity, s.describe(detail.value_or("")), 0, event});
+}
+
+ImportStat* ImportReport::find(const std::string& key) {
+  const auto it = index_.find(key);
+  return it == index_.end() ? nullptr : &stats_[it->second];
+}
+
+ImportStat& ImportReport::insert(ImportStat stat) {
+  index_.emplace(stat.key, stats_.size());
+  stats_.push_back(std::move(stat));
+  return stats_.back();
+}
+
+void ImportReport::count(stats::Id id, std::int64_t event) { ++counter(id, std::nullopt, std::nullopt, event).count; }
+
+void ImportReport::count(stats::Id id, std::string_view suffix, std::int64_t event) {
+  ++counter(id, suffix, std::nullopt, event).count;
+}
+
+void ImportReport::count(stats::Id id, stats::Detail detail, std::int64_t event) {
+  ++counter(id, std::nullopt, detail.text, event).count;
+}
+
+void ImportReport::count_time(stats::Id id, TimeNs duration_ns, std::int64_t event) {
+  add_time(counter(id, std::nullopt, std::nullopt, event), duration_ns);
+}
+
+void ImportReport::count_time(stats::Id id, std::string_view suffix, stats::Detail detail, TimeNs duration_ns,
+                              std::int64_t event) {
+  add_time(counter(id, suffix, detail.text, event), duration_ns);
+}
+
+void ImportReport::add(const ImportStat& stat) {
+  ImportStat* found = find(stat.key);
+  (found ? *found : insert({stat.key, stat.severity, stat.description, 0, kNone})).count += stat.count;
 }
 
 TimeNs ImportReport::total_ns(std::string_view key) const {

@@ -229,7 +229,7 @@ class Merger {
   }
 
   void merge_report(const Graph& g) {
-    for (const ImportStat& s : g.report().stats()) out_.report().count(s.key, s.severity, s.description, kNone, s.count);
+    for (const ImportStat& s : g.report().stats()) out_.report().add(s);
   }
 
   /// The barrier: every arrival -> barrier -> every transfer.

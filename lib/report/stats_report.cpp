@@ -54,4 +54,15 @@ std::string to_json(const GraphStats& s) {
   return w.end_array().end_object().str();
 }
 
+std::string catalogue_json() {
+  JsonWriter w;
+  w.begin_object().key("catalogue").begin_array();
+  for (const stats::Stat& stat : stats::catalogue()) {
+    w.begin_object().key("key").value(stat.key).key("keyed").value(stat.keyed()).key("suffix").value(stat.suffix);
+    w.key("severity").value(to_string(stat.severity)).key("stage").value(to_string(stat.stage));
+    w.key("description").value(stat.description).end_object();
+  }
+  return w.end_array().end_object().str();
+}
+
 }  // namespace daydream

@@ -76,7 +76,7 @@ TEST_CASE("text::lower_quantile: the value at (n - 1) / parts of the sorted valu
   CHECK(text::lower_quantile(five, 4) == 20);  // index 1
 }
 
-TEST_CASE("launch latency: lower quartile per kind, capped at the median over all kinds; held samples left out",
+TEST_CASE("launch latency: lower quartile per kind, capped at the median over all kinds, held samples left out",
           "[graph][calibration]") {
   SECTION("waits recorded on the launches' stream: the held samples are left out") {
     const WaitRecord how = GENERATE(WaitRecord::recorded, WaitRecord::mislabelled, WaitRecord::record_only);

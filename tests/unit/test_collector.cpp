@@ -365,7 +365,7 @@ TEST_CASE("event waits carry the awaited cudaEventRecord and give a cross_stream
   CHECK_FALSE(edge->inferred);
 }
 
-TEST_CASE("NVTX markers pair across batches; unmatched ones are counted", "[collector]") {
+TEST_CASE("NVTX markers pair across batches, unmatched ones are counted", "[collector]") {
   Recorder r;
   r.add(marker(marker_start, 0, 1, "outer"));
   r.add(marker(marker_end, 30, 9));  // its start arrives in a later buffer
@@ -427,7 +427,7 @@ TEST_CASE("start/stop windows keep only what they enclose, and a kernel goes wit
   CHECK_FALSE(std::filesystem::exists(options.trace_path));
 }
 
-TEST_CASE("immediate mode records the whole run; the first start() narrows it to windows", "[collector]") {
+TEST_CASE("immediate mode records the whole run, the first start() narrows it to windows", "[collector]") {
   for (bool narrow : {false, true}) {
     CAPTURE(narrow);
     FakeSource source;

@@ -120,7 +120,7 @@ TEST_CASE("a contradicted inferred stream wait is dropped and counted", "[graph]
   CHECK(g.report().get("cross_stream_contradicted") == 1);
 }
 
-TEST_CASE("blocking copy is split into issue and wait; stream sync inferred from launches", "[graph]") {
+TEST_CASE("blocking copy is split into issue and wait, stream sync inferred from launches", "[graph]") {
   const Graph g = test::graph_of(test::KinetoJson()
                                      .runtime("cudaLaunchKernel", 0, 5, 1)
                                      .kernel("k1", 10, 30, 1)

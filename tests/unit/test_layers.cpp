@@ -47,7 +47,7 @@ std::string model_trace() {
 
 }  // namespace
 
-TEST_CASE("nested layers form a path; backward follows its forward op; marks set phase", "[layers]") {
+TEST_CASE("nested layers form a path, backward follows its forward op, marks set phase", "[layers]") {
   Graph g = test::graph_of(model_trace());
   const auto layer = [&](const char* task) { return std::string(g.string(g.task(task_named(g, task)).layer)); };
   CHECK(layer("k_fwd") == "Net/Conv");

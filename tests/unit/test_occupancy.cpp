@@ -269,7 +269,7 @@ TEST_CASE("occupancy: no hold where the other stream's kernel does not fill the 
   }
 }
 
-TEST_CASE("occupancy: device-to-device copies run on SMs and are held; host-to-device copies are not",
+TEST_CASE("occupancy: device-to-device copies run on SMs and are held, host-to-device copies are not",
           "[occupancy][graph]") {
   const Graph dtod = test::graph_of(side_hold_trace(&kFilling, 990, Side::device_copy));
   const TaskId copy = task_named(dtod, "Memcpy DtoD (Device -> Device)");

@@ -40,7 +40,7 @@ std::vector<TimeNs> predicted_steps(const std::string& spec) {
   return out;
 }
 
-TEST_CASE("dataloader_workers: main-thread loading becomes a fetch; one worker cannot keep up", "[scenario][dataloader]") {
+TEST_CASE("dataloader_workers: main-thread loading becomes a fetch, one worker cannot keep up", "[scenario][dataloader]") {
   const Graph g = graph_of(three_loading_steps());
   CHECK(g.task(task_named(g, "aten::stack")).phase == Phase::data_loading);
   CHECK(g.task(task_named(g, "aten::conv2d")).phase == Phase::forward);

@@ -57,7 +57,7 @@ TEST_CASE("scenario grids expand to every combination, first key slowest", "[sce
   CHECK_THROWS_WITH(expand_scenario_grid("ddp:machines=1||2"), Catch::Contains("empty alternative"));
 }
 
-TEST_CASE("scenario files: comments, blank lines, grids; errors name the line", "[scenario][spec]") {
+TEST_CASE("scenario files: comments, blank lines, grids, errors name the line", "[scenario][spec]") {
   const std::string path = "test_scenarios_file.txt";
   {
     std::ofstream out(path);

@@ -731,7 +731,7 @@ std::vector<TaskId> removed_where(const Graph& before, const Graph& after, const
 
 }  // namespace
 
-TEST_CASE("real: ddp on the sc22 DDP U-Net: identity to the ns; the copy-back is 24 copies of the model's gradients",
+TEST_CASE("real: ddp on the sc22 DDP U-Net: identity to the ns, the copy-back is 24 copies of the model's gradients",
           "[scenario][distributed][real]") {
   SKIP_WITHOUT_SHARED_TRACES();
   const Predictor predictor(build_graph(load_trace(sc22_pair("4gpu_baseline.sqlite.gz"))));

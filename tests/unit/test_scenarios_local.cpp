@@ -509,7 +509,7 @@ TimeNs cast_launch_ns(const Graph& graph, std::size_t k) {
 
 }  // namespace
 
-TEST_CASE("amp and faster_gpu never slow a real step down; factor 1 is the baseline", "[scenario][local][real]") {
+TEST_CASE("amp and faster_gpu never slow a real step down, factor 1 is the baseline", "[scenario][local][real]") {
   SKIP_WITHOUT_SHARED_TRACES();
   for (const char* relative : {"resnet50-v100-dataloader/workers0", "ddp-resnet-v100-rank0"}) {
     INFO(relative);

@@ -69,7 +69,7 @@ std::string main_and_worker() {
 
 }  // namespace
 
-TEST_CASE("ThreadSchedule: last switch-in in (from, to] and off-CPU time within [from, to]", "[graph][scheduling]") {
+TEST_CASE("ThreadSchedule: last switch-in at from < t <= to and off-CPU time within from..to", "[graph][scheduling]") {
   ThreadSchedule s;
   s.known = true;
   s.off = {{10, 20}, {30, 40}, {50, 60}};
@@ -211,26 +211,26 @@ TEST_CASE("background threads: a thread that launches GPU work is not one, a pol
   for (const auto& s : g.successors(query)) CHECK(s.edge.type != EdgeType::cross_thread);
 }
 
-TEST_CASE("ImportReport::count_time adds up time; stats JSON shows it as total_ms", "[ingest][report]") {
+TEST_CASE("ImportReport::count_time adds up time, and stats JSON shows it as total_ms", "[ingest][report]") {
   ImportReport r;
-  r.count_time("waits", Severity::info, "first description", 100'000, 7);
-  r.count_time("waits", Severity::error, "ignored description", 50'000, 9);
-  r.count("waits", Severity::info, "ignored too");
-  r.count("plain", Severity::data_loss, "no time", 3);
-  CHECK(r.get("waits") == 3);
-  CHECK(r.total_ns("waits") == 150'000);
-  CHECK(r.total_ns("plain") == 0);
+  r.count_time(stats::unexplained_waits, 100'000, 7);
+  r.count_time(stats::unexplained_waits, 50'000, 9);
+  r.count(stats::unexplained_waits);
+  r.count(stats::launches_without_gpu_record, 3);
+  CHECK(r.get("unexplained_waits") == 3);
+  CHECK(r.total_ns("unexplained_waits") == 150'000);
+  CHECK(r.total_ns("launches_without_gpu_record") == 0);
   CHECK(r.total_ns("absent") == 0);
   REQUIRE(r.stats().size() == 2);
   CHECK(r.stats()[0].severity == Severity::info);
-  CHECK(r.stats()[0].description == "first description");
+  CHECK(r.stats()[0].description == stats::stat(stats::unexplained_waits).description);
   CHECK(r.stats()[0].first_event == 7);
 
-  GraphStats stats;
-  stats.report = r.stats();
-  const std::string json = to_json(stats);
-  CHECK(json.find(R"({"key": "waits", "severity": "info", "count": 3, "first_event": 7, "total_ms": 0.15, )"
-                  R"("description": "first description"})") != std::string::npos);
-  CHECK(json.find(R"({"key": "plain", "severity": "data_loss", "count": 1, "first_event": 3, )"
-                  R"("description": "no time"})") != std::string::npos);
+  GraphStats graph_stats;
+  graph_stats.report = r.stats();
+  const std::string json = to_json(graph_stats);
+  CHECK(json.find(R"({"key": "unexplained_waits", "severity": "info", "count": 3, "first_event": 7, "total_ms": 0.15, )"
+                  R"("description": "stretches in which)") != std::string::npos);
+  CHECK(json.find(R"({"key": "launches_without_gpu_record", "severity": "data_loss", "count": 1, "first_event": 3, )"
+                  R"("description": "launch and copy calls)") != std::string::npos);
 }

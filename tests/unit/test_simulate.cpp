@@ -54,7 +54,7 @@ TEST_CASE("finish-to-start and start-to-start delays give exact start times", "[
   CHECK(r.units[f.gpu].tasks == 1);
 }
 
-TEST_CASE("a unit runs one task at a time; the schedule policy picks which", "[simulate]") {
+TEST_CASE("a unit runs one task at a time, the schedule policy picks which", "[simulate]") {
   Fixture f;
   // Two ready transfers compete for one channel; only the second one unblocks the consumer.
   const TaskId big = f.add(f.channel, 100, /*recorded_start=*/0, TaskKind::communication);

@@ -86,7 +86,7 @@ TEST_CASE("select composes kind, name, unit, phase, iteration and predicates", "
   CHECK_THROWS_WITH(check_pattern("(?i)(", "layer"), Catch::Contains("invalid layer pattern"));
 }
 
-TEST_CASE("scale, shrink and set_duration change durations exactly; bad factors are refused", "[transform]") {
+TEST_CASE("scale, shrink and set_duration change durations exactly, bad factors are refused", "[transform]") {
   Pipeline p;
   auto kernels = p.g.select(TaskFilter().kind(TaskKind::kernel));
   kernels.scale(1.0 / 3);

@@ -358,22 +358,18 @@ class KinetoParser {
     if (ph == 'X') return add_complete(raw);
     if (ph == 's' || ph == 'f' || ph == 't') return add_flow(raw);
     if (ph == 'M') return add_metadata(raw);
-    if (ph == 'i' || ph == 'I')
-      return count("instant_events", Severity::info, "instant events (memory, markers): not simulated");
-    count(fmt::format("unsupported_phase:{}", raw.ph), Severity::data_loss,
-          "events of a phase daydream does not read (only X, s/f, M, i)");
+    if (ph == 'i' || ph == 'I') return count(stats::instant_events);
+    count(stats::unsupported_phase, raw.ph);
   }
 
-  void count(std::string_view key, Severity severity, std::string_view description) {
-    trace_.report.count(key, severity, description, event_index_);
-  }
+  void count(stats::Id id) { trace_.report.count(id, event_index_); }
+  void count(stats::Id id, std::string_view suffix) { trace_.report.count(id, suffix, event_index_); }
 
   void add_complete(const RawEvent& raw) {
     const Category category = kineto::classify(raw.cat, &legacy_);
     if (category == Category::profiler_span) return;
     if (category == Category::unknown || category == Category::launch_flow || category == Category::fwdbwd_flow) {
-      count(fmt::format("unknown_category:{}", raw.has_cat ? raw.cat : "(none)"), Severity::info,
-            "complete events of a category daydream does not model: kept out of the graph");
+      count(stats::unknown_category, raw.has_cat ? raw.cat : "(none)");
       return;
     }
     if (!raw.has_name) fail("name", "missing");
@@ -396,7 +392,7 @@ class KinetoParser {
     if (raw.name == "record_param_comms") event.collective = add_collective(raw);
     else if (category == Category::user_annotation && text::starts_with(raw.name, "nccl:"))
       event.collective = add_annotated_collective(raw);
-    if (*raw.dur == 0) count("zero_duration_events", Severity::info, "events with dur 0: kept, take no time");
+    if (*raw.dur == 0) count(stats::zero_duration_events);
     trace_.events.push_back(event);
   }
 
@@ -460,7 +456,7 @@ class KinetoParser {
   void add_flow(const RawEvent& raw) {
     const auto id = id_value(raw.id);
     if (!id || !raw.ts) {
-      count("flow_without_id_or_ts", Severity::info, "flow events lacking id or ts: ignored");
+      count(stats::flow_without_id_or_ts);
       return;
     }
     Flow flow;

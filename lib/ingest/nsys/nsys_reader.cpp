@@ -206,27 +206,23 @@ class NsysParser {
 
   // --- counters ---------------------------------------------------------------------------------
 
-  void count(std::string_view key, Severity severity, std::string_view description) {
-    trace_.report.count(key, severity, description, index_);
-  }
+  void count(stats::Id id) { trace_.report.count(id, index_); }
+  void count(stats::Id id, std::string_view suffix) { trace_.report.count(id, suffix, index_); }
 
   /// A required value: NULL is counted (the row is skipped by the caller).
   std::optional<std::int64_t> required(const Row& row, std::size_t i) {
     auto value = row.integer(i);
-    if (!value)
-      count(fmt::format("nsys_null_field:{}", row.field(i)), Severity::data_loss,
-            "rows with NULL in a column daydream needs (time, thread, device, stream, name): skipped");
+    if (!value) count(stats::nsys_null_field, row.field(i));
     return value;
   }
 
   /// start <= end, else counted (the row is skipped by the caller).
   bool valid_times(const Table& t, std::int64_t start, std::int64_t end) {
     if (end < start) {
-      count(fmt::format("nsys_end_before_start:{}", t.name), Severity::data_loss,
-            "rows that end before they start: skipped");
+      count(stats::nsys_end_before_start, t.name);
       return false;
     }
-    if (end == start) count("zero_duration_events", Severity::info, "events with dur 0: kept, take no time");
+    if (end == start) count(stats::zero_duration_events);
     return true;
   }
 
@@ -373,8 +369,7 @@ class NsysParser {
     if (auto it = cache.find(id); it != cache.end()) return it->second;
     const auto found = string_ids_.find(id);
     if (found == string_ids_.end()) {
-      count(fmt::format("nsys_unknown_string_id:{}", row.field(i)), Severity::error,
-            "ids that StringIds does not hold: the event is kept, named \"<string N>\"");
+      count(stats::nsys_unknown_string_id, row.field(i));
       return intern(fmt::format("<string {}>", id));
     }
     const std::string_view text = api_name ? strip_api_version(found->second) : std::string_view(found->second);
@@ -416,14 +411,9 @@ class NsysParser {
       if (const auto event_class = row.integer(kClass)) {
         const auto it = event_classes_.find(*event_class);
         const ApiClass api_class = it == event_classes_.end() ? ApiClass::other : it->second;
-        if (api_class == ApiClass::backtrace)
-          return count("nsys_cuda_backtrace_rows", Severity::info,
-                       "API rows of class TRACE_PROCESS_EVENT_CUDABACKTRACE (--cudabacktrace): a second record, "
-                       "with a call stack, of a call already recorded: skipped");
+        if (api_class == ApiClass::backtrace) return count(stats::nsys_cuda_backtrace_rows);
         if (api_class == ApiClass::driver) event_kind = EventKind::driver;
-        if (api_class == ApiClass::other)
-          count(fmt::format("nsys_unknown_event_class:{}", *event_class), Severity::info,
-                "API rows of an event class daydream does not know: read as CUDA calls");
+        if (api_class == ApiClass::other) count(stats::nsys_unknown_event_class, std::to_string(*event_class));
       }
       const auto start = required(row, kStart), end = required(row, kEnd);
       const auto tid = required(row, kTid), name_id = required(row, kName);
@@ -444,27 +434,20 @@ class NsysParser {
       const auto type = required(row, kType);
       if (!type) return;
       if (*type != kNvtxPushPopRange && *type != kNvtxStartEndRange)
-        return count(fmt::format("nvtx_other_events:{}", *type), Severity::info,
-                     "NVTX events other than push/pop (59) and start/end (60) ranges, such as marks (34), thread "
-                     "names (39) and domains (75): not simulated");
+        return count(stats::nvtx_other_events, std::to_string(*type));
       const auto start = required(row, kStart), tid = required(row, kTid);
       if (!start || !tid) return;
       const auto end = row.integer(kEnd);
-      if (!end)
-        return count("nvtx_range_without_end", Severity::data_loss,
-                     "NVTX ranges with no end (still open when profiling stopped): skipped");
-      if (*end < *start)
-        return count("nvtx_range_end_before_start", Severity::data_loss,
-                     "NVTX ranges that end before they start: skipped");
-      if (*end == *start) count("zero_duration_events", Severity::info, "events with dur 0: kept, take no time");
+      if (!end) return count(stats::nvtx_range_without_end);
+      if (*end < *start) return count(stats::nvtx_range_end_before_start);
+      if (*end == *start) count(stats::zero_duration_events);
       if (const auto end_tid = row.integer(kEndTid); end_tid && *end_tid != *tid)
-        count("nvtx_range_ends_on_other_thread", Severity::info,
-              "NVTX start/end ranges ended on another thread: kept on the thread that started them");
+        count(stats::nvtx_range_ends_on_other_thread);
       std::uint32_t name = 0;
       if (const auto text = row.text(kText); text && !text->empty()) name = intern(*text);
       else if (const auto text_id = row.integer(kTextId)) name = string_id(row, kTextId, *text_id, false);
       else {
-        count("nvtx_range_without_text", Severity::info, "NVTX ranges with no message: named \"(unnamed NVTX range)\"");
+        count(stats::nvtx_range_without_text);
         name = intern("(unnamed NVTX range)");
       }
       add(EventKind::user_annotation, *start, *end, name, cpu_lane(*tid), kNone);
@@ -527,10 +510,7 @@ class NsysParser {
     if (const auto global_pid = row.integer(5)) {
       const std::int64_t pid = nsys::decode_global_tid(*global_pid).pid;
       const auto [it, inserted] = device_process_.try_emplace(*device, pid);
-      if (!inserted && it->second != pid)
-        count("nsys_processes_share_device", Severity::error,
-              "GPU activity of several processes on one device: lanes are (device, stream), so equal stream ids "
-              "of different processes share a lane");
+      if (!inserted && it->second != pid) count(stats::nsys_processes_share_device);
     }
     return GpuRow{*start, *end, *device, *stream, row.integer(4).value_or(kNone)};
   }
@@ -550,8 +530,7 @@ class NsysParser {
     for_each_row(t, columns, [&](const Row& row) {
       const auto name_id = row.integer(kDemangled) ? row.integer(kDemangled) : row.integer(kShortName);
       if (!name_id) {
-        count(fmt::format("nsys_null_field:{}", row.field(kDemangled)), Severity::data_loss,
-              "rows with NULL in a column daydream needs (time, thread, device, stream, name): skipped");
+        count(stats::nsys_null_field, row.field(kDemangled));
         return;
       }
       const auto g = gpu_row(t, row);
@@ -676,9 +655,7 @@ class NsysParser {
         return;
       }
     }
-    count("cuda_sync_event_record_unknown", Severity::info,
-          "event syncs and stream waits whose cudaEventRecord is not in CUPTI_ACTIVITY_KIND_CUDA_EVENT: the graph "
-          "infers the event's stream");
+    count(stats::cuda_sync_event_record_unknown);
   }
 
   // CUPTI's sync type against the API call it belongs to (some exports label every
@@ -688,9 +665,7 @@ class NsysParser {
     if (call == api_names_by_correlation_.end()) return;
     const SyncKind expected = expected_sync_kind(trace_.strings[call->second]);
     if (expected != SyncKind::none && expected != e.sync_kind)
-      count("cuda_sync_type_mismatch", Severity::info,
-            "synchronization records whose type disagrees with their API call (e.g. \"Event Sync\" on "
-            "cudaDeviceSynchronize): kept as recorded; the graph goes by the call");
+      count(stats::cuda_sync_type_mismatch);
   }
 
   static SyncKind expected_sync_kind(std::string_view call) {
