@@ -4,7 +4,7 @@
 #   1 graph      lib/graph, lib/transform; daydream/{graph,layers,transform}.hpp (the graph and its edits)
 #   2 simulate   lib/simulate; daydream/simulate.hpp
 #   3 analyze    lib/model, lib/analyze; daydream/{model,analyze}.hpp (cost models, facts read off a graph)
-#   4 predict    lib/scenario, lib/report, lib/predict; daydream/{scenario,replay,stats,predict,validate}.hpp
+#   4 predict    lib/scenario, lib/report, lib/predict; daydream/{scenario,predict,validate}.hpp, daydream/report/*.hpp
 #   5 job        lib/job; daydream/job.hpp
 #   6 scenarios  scenarios/; daydream/daydream.hpp (everything)
 #   7 tools      lib/cli
@@ -29,7 +29,7 @@ set(_headers_0 error import_stats trace ingest collector)
 set(_headers_1 graph layers transform)
 set(_headers_2 simulate)
 set(_headers_3 model analyze)
-set(_headers_4 scenario replay stats predict validate)
+set(_headers_4 scenario predict validate report/replay report/stats report/layers report/chrome_trace)
 set(_headers_5 job)
 set(_headers_6 daydream)
 
@@ -61,7 +61,7 @@ function(_check file kind name label)
   file(STRINGS ${file} _includes REGEX "^[ \t]*#[ \t]*include[ \t]+\"")
   foreach(line IN LISTS _includes)
     string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([^\"]+)\".*" "\\1" included "${line}")
-    if(included MATCHES "^daydream/([a-z_]+)\\.hpp$")
+    if(included MATCHES "^daydream/([a-z_/]+)\\.hpp$")
       _stage_of(target headers ${CMAKE_MATCH_1})
     elseif(included MATCHES "^([a-z_]+)/")
       _stage_of(target dirs ${CMAKE_MATCH_1})
@@ -85,9 +85,10 @@ foreach(file IN LISTS _lib_files)
   string(REGEX REPLACE "/.*" "" dir "${rel}")
   _check(${file} dirs ${dir} lib/${dir})
 endforeach()
-file(GLOB _public ${ROOT}/include/daydream/*.hpp)
+file(GLOB _public ${ROOT}/include/daydream/*.hpp ${ROOT}/include/daydream/report/*.hpp)
 foreach(file IN LISTS _public)
-  get_filename_component(name ${file} NAME_WE)
+  file(RELATIVE_PATH name ${ROOT}/include/daydream ${file})
+  string(REGEX REPLACE "\\.hpp$" "" name "${name}")  # "graph", "report/replay"
   _check(${file} headers ${name} daydream/${name}.hpp)
 endforeach()
 file(GLOB _scenario_files ${ROOT}/scenarios/*.cpp ${ROOT}/scenarios/*.hpp)

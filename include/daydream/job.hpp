@@ -25,7 +25,7 @@
 
 #include "daydream/graph.hpp"
 #include "daydream/model.hpp"  // collective_traffic_bytes, the link model
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/simulate.hpp"
 
 namespace daydream {

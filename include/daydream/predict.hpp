@@ -118,18 +118,6 @@ struct SweepRow {
 std::vector<SweepRow> sweep(const Predictor& predictor, const std::vector<ScenarioSpec>& specs,
                             const SweepOptions& options = {});
 
-/// One timeline for write_chrome_trace: a graph and its simulation, shown as one process.
-struct Timeline {
-  std::string label;  ///< "baseline", "predicted: amp"
-  const Graph* graph = nullptr;
-  const SimulationResult* result = nullptr;
-};
-
-/// Writes the timelines as a Chrome trace JSON (opens in Perfetto and chrome://tracing): one
-/// process per timeline, one thread per unit, one complete event per task (args: id, kind,
-/// phase, layer, critical). Deterministic. Throws Error when the file cannot be written.
-void write_chrome_trace(const std::string& path, const std::vector<Timeline>& timelines);
-
 /// `daydream predict --json` form (field names are a contract; see docs/scenarios.md).
 std::string to_json(const Prediction& prediction, const std::string& trace_path);
 

@@ -13,9 +13,11 @@
 #include "daydream/job.hpp"
 #include "daydream/layers.hpp"
 #include "daydream/predict.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/chrome_trace.hpp"
+#include "daydream/report/layers.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/simulate.hpp"
-#include "daydream/stats.hpp"
+#include "daydream/report/stats.hpp"
 #include "common/text.hpp"
 #include "report/json_writer.hpp"
 

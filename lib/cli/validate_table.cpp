@@ -10,7 +10,7 @@
 #include "cli/commands.hpp"
 #include "daydream/error.hpp"
 #include "daydream/predict.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/validate.hpp"
 #include "report/json_writer.hpp"
 

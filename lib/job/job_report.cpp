@@ -8,7 +8,7 @@
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "daydream/job.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "report/json_writer.hpp"
 
 namespace daydream {

@@ -5,7 +5,7 @@
 
 #include "common/text.hpp"
 #include "daydream/predict.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "report/json_writer.hpp"
 
 namespace daydream {

@@ -10,7 +10,7 @@
 
 #include "common/text.hpp"
 #include "daydream/error.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "report/iteration_rule_json.hpp"
 #include "report/json_writer.hpp"
 

@@ -17,6 +17,7 @@
 #include "common/json_string.hpp"
 #include "daydream/error.hpp"
 #include "daydream/predict.hpp"
+#include "daydream/report/chrome_trace.hpp"
 
 namespace daydream {
 namespace {

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "daydream/layers.hpp"
+#include "daydream/report/layers.hpp"
 #include "report/json_writer.hpp"
 
 namespace daydream {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "report/iteration_rule_json.hpp"
 #include "report/json_writer.hpp"
 

@@ -1,4 +1,4 @@
-#include "daydream/stats.hpp"
+#include "daydream/report/stats.hpp"
 #include "report/json_writer.hpp"
 
 namespace daydream {

@@ -9,7 +9,7 @@
 #include <exception>
 
 #include "daydream/ingest.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/transform.hpp"
 
 int main(int argc, char** argv) try {

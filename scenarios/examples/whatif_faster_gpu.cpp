@@ -8,7 +8,7 @@
 
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/simulate.hpp"
 
 int main(int argc, char** argv) try {

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/scenario.hpp"
 #include "daydream/simulate.hpp"
 

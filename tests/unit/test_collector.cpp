@@ -21,7 +21,7 @@
 #include "cupti/recorder.hpp"
 #include "daydream/collector.hpp"
 #include "daydream/error.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/simulate.hpp"
 #include "unit/graph_helpers.hpp"
 

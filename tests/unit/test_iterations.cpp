@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "daydream/error.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/simulate.hpp"
 #include "unit/graph_helpers.hpp"
 #include "unit/trace_builder.hpp"

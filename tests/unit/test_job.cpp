@@ -9,7 +9,7 @@
 #include "daydream/ingest.hpp"
 #include "daydream/job.hpp"
 #include "daydream/predict.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "shared_traces.hpp"
 
 using namespace daydream;

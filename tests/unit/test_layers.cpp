@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "daydream/layers.hpp"
+#include "daydream/report/layers.hpp"
 #include "daydream/transform.hpp"
 #include "unit/graph_helpers.hpp"
 #include "unit/trace_builder.hpp"

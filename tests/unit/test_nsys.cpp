@@ -20,7 +20,7 @@
 #include "daydream/error.hpp"
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/simulate.hpp"
 #include "ingest/nsys/nsys_reader.hpp"
 

@@ -4,6 +4,7 @@
 
 #include "daydream/error.hpp"
 #include "daydream/predict.hpp"
+#include "daydream/report/chrome_trace.hpp"
 #include "daydream/transform.hpp"
 #include "graph_helpers.hpp"
 #include "trace_builder.hpp"

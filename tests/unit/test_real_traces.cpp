@@ -15,7 +15,7 @@
 
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/simulate.hpp"
 #include "shared_traces.hpp"
 

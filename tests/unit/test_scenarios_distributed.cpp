@@ -19,7 +19,7 @@
 #include "daydream/model.hpp"
 #include "daydream/error.hpp"
 #include "daydream/predict.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/transform.hpp"
 #include "graph_helpers.hpp"
 #include "shared_traces.hpp"

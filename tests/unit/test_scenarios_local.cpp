@@ -15,7 +15,7 @@
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
 #include "daydream/predict.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/scenario.hpp"
 #include "daydream/simulate.hpp"
 #include "daydream/transform.hpp"

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "daydream/stats.hpp"
+#include "daydream/report/stats.hpp"
 #include "graph/build_context.hpp"
 #include "unit/graph_helpers.hpp"
 #include "unit/trace_builder.hpp"

@@ -7,7 +7,7 @@
 #include <unordered_set>
 
 #include "common.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 
 namespace daydream::python {
 namespace {

@@ -19,7 +19,8 @@
 #include "common.hpp"
 #include "daydream/error.hpp"
 #include "daydream/predict.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/chrome_trace.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/validate.hpp"
 
 namespace daydream::python {

@@ -10,7 +10,7 @@
 
 #include "common.hpp"
 #include "daydream/job.hpp"
-#include "daydream/replay.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/transform.hpp"
 
 namespace daydream::python {
