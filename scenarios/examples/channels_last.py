@@ -8,6 +8,8 @@ kernels disappear with the calls that launched only them. docs/scenarios/channel
 """
 
 NAME = "channels_last"
+# Other parameters the twin test checks: spec arguments -> apply() keywords.
+CASES = {"pattern=(?i)elementwise": {"pattern": "(?i)elementwise"}}
 LAYOUT_TRANSFORMS = "(?i)nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw"
 
 

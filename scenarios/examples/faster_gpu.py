@@ -8,6 +8,8 @@ launch latencies, stream gaps and collectives keep their recorded times. docs/sc
 """
 
 NAME = "faster_gpu"
+# Other parameters the twin test checks: spec arguments -> apply() keywords.
+CASES = {"kind=all,factor=4": {"kind": "all", "factor": 4.0}}
 KINDS = {"kernel": ["kernel"], "memcpy": ["memcpy"], "memset": ["memset"], "all": ["kernel", "memcpy", "memset"]}
 
 

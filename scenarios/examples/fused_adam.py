@@ -17,6 +17,8 @@ import math
 import statistics
 
 NAME = "fused_adam"
+# Other parameters the twin test checks: spec arguments -> apply() keywords.
+CASES = {"kernels=4,factor=0.5": {"kernels": 4, "factor": 0.5}}
 
 
 def _llround(x: float) -> int:

@@ -23,6 +23,8 @@ TRACES = [
     SHARED / "linear-2080ti-sgd" / "linear_kineto.json.gz",
     SHARED / "resnet-2080ti-sgd" / "resnet_kineto.json.gz",
     SHARED / "ddp-resnet-v100-rank0" / "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+    SHARED / "ddp-convnet-a100-nccl" / "nccl_data.json.gz",  # NCCL all-reduces of recorded size
+    SHARED / "dlrm-v100-8ranks" / "kineto" / "worker0_step_12.1694128201545.pt.trace.json.gz",
 ]
 sys.path.insert(0, str(EXAMPLES))
 
@@ -43,17 +45,25 @@ def test_every_twin_takes_its_builtins_parameters_with_the_same_defaults():
         assert {p.name: p.default for p in params} == builtins[module.NAME], name
 
 
-@pytest.mark.parametrize("twin", TWINS)
-def test_twin_changes_the_graph_as_the_builtin_does(graph, twin):
+def cases():
+    """(twin, spec arguments, apply() keywords): each twin's defaults, then its CASES."""
+    for twin in TWINS:
+        yield twin, "", {}
+        for args, kwargs in getattr(importlib.import_module(twin), "CASES", {}).items():
+            yield twin, args, kwargs
+
+
+@pytest.mark.parametrize(("twin", "args", "kwargs"), list(cases()), ids=lambda v: v if isinstance(v, str) else "")
+def test_twin_changes_the_graph_as_the_builtin_does(graph, twin, args, kwargs):
     module = importlib.import_module(twin)
     builtin, python = graph.copy(), graph.copy()
     try:
-        daydream.apply_scenario(builtin, module.NAME)
+        daydream.apply_scenario(builtin, f"{module.NAME}:{args}" if args else module.NAME)
     except daydream.Error:
         with pytest.raises((ValueError, daydream.Error)):
-            module.apply(python)
+            module.apply(python, **kwargs)
         return
-    module.apply(python)
+    module.apply(python, **kwargs)
     assert python.fingerprint() == builtin.fingerprint()
     expected, got = builtin.simulate(), python.simulate()
     assert got.total_ns == expected.total_ns

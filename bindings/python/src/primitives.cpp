@@ -85,6 +85,19 @@ py::dict calibration_of(const GraphPtr& box) {
   return out;
 }
 
+/// (neighbour, edge type, delay_ns) of each edge out of (into) a task, in edge order.
+py::list edges_of(const GraphPtr& box, py::object task, bool out) {
+  const TaskId id = task_id_in(*box, task);
+  py::list edges;
+  const auto add = [&](TaskId other, const Edge& e) {
+    edges.append(py::make_tuple(TaskRef{box, other}, std::string(to_string(e.type)), e.delay_ns));
+    return true;
+  };
+  if (out) box->graph.visit_successors(id, add);
+  else box->graph.visit_predecessors(id, add);
+  return edges;
+}
+
 void init_walks(GraphClass& graph) {
   graph.def("successor", [](const GraphPtr& g, py::object task, const std::string& type) {
              return task_or_none(g, successor(g->graph, task_id_in(*g, task), parse_edge_type(type)));
@@ -94,6 +107,10 @@ void init_walks(GraphClass& graph) {
       .def("predecessor", [](const GraphPtr& g, py::object task, const std::string& type) {
              return task_or_none(g, predecessor(g->graph, task_id_in(*g, task), parse_edge_type(type)));
            }, py::arg("task"), py::arg("edge_type"), "The first predecessor joined by an edge of edge_type, or None.")
+      .def("out_edges", [](const GraphPtr& g, py::object t) { return edges_of(g, t, true); }, py::arg("task"),
+           "(successor, edge_type, delay_ns) of every edge out of the task, in edge order.")
+      .def("in_edges", [](const GraphPtr& g, py::object t) { return edges_of(g, t, false); }, py::arg("task"),
+           "(predecessor, edge_type, delay_ns) of every edge into the task, in edge order.")
       .def("chain_next", [](const GraphPtr& g, py::object t) { return task_or_none(g, chain_next(g->graph, task_id_in(*g, t))); },
            py::arg("task"), "The task after this one on its unit, or None.")
       .def("chain_prev", [](const GraphPtr& g, py::object t) { return task_or_none(g, chain_prev(g->graph, task_id_in(*g, t))); },
@@ -132,6 +149,20 @@ void init_edits(GraphClass& graph) {
       .def("connect", &connect_py, py::arg("from_task"), py::arg("to_task"), py::arg("edge_type"),
            py::arg("delay_ns") = 0, py::arg("timing") = "finish_to_start",
            "Adds an edge between two live tasks; daydream.Error when it would close a cycle.")
+      .def("disconnect", [](const GraphPtr& g, py::object from, py::object to) {
+             const TaskId a = task_id_in(*g, from), b = task_id_in(*g, to);
+             WriteLock lock(*g);
+             g->graph.disconnect(a, b);
+           }, py::arg("from_task"), py::arg("to_task"),
+           "Deletes every edge from -> to without bridging (a wait the optimization removes); daydream.Error when "
+           "there is none.")
+      .def("set_delay", [](const GraphPtr& g, py::object from, py::object to, py::object delay) {
+             const TaskId a = task_id_in(*g, from), b = task_id_in(*g, to);
+             const TimeNs ns = non_negative_ns(delay, "delay_ns");
+             WriteLock lock(*g);
+             g->graph.edge(a, b).delay_ns = ns;
+           }, py::arg("from_task"), py::arg("to_task"), py::arg("delay_ns"),
+           "Sets the delay of the first edge from -> to; daydream.Error when there is none.")
       .def("remove_with_launches", [](const GraphPtr& g, py::object tasks) {
              const auto ids = task_ids_in(*g, tasks);
              WriteLock lock(*g);
@@ -149,7 +180,15 @@ void init_primitives(py::module_& m) {
   task.def_property_readonly("blocking", [](const TaskRef& r) { return r.task().blocking; },
                              "True for a CPU call that waits for GPU work.")
       .def_property_readonly("unit_id", [](const TaskRef& r) { return r.task().unit; },
-                             "Id of the task's unit (an index into Graph.units).");
+                             "Id of the task's unit (an index into Graph.units).")
+      .def_property_readonly("bytes", [](const TaskRef& r) -> py::object {
+             const std::int64_t bytes = r.task().bytes;
+             return bytes == kNone ? py::object(py::none()) : py::object(py::int_(bytes));
+           }, "Bytes a copy, memset or collective moved, or None when the trace does not say.")
+      .def_property_readonly("op_event", [](const TaskRef& r) -> py::object {
+             const std::int64_t op = r.task().op_event;
+             return op == kNone ? py::object(py::none()) : py::object(py::int_(op));
+           }, "The operator instance around the task (or its launch call), as the trace's event index; None.");
 }
 
 }  // namespace daydream::python

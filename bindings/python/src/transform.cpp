@@ -125,8 +125,10 @@ void check_insertable(const Graph& g, const NewTask& spec) {
 TaskRef insert(const GraphPtr& box, const std::string& name, py::object duration, py::object unit,
                const std::string& kind, py::object after, py::object before, std::optional<std::string> after_type,
                std::optional<std::string> before_type, const std::string& unit_kind, py::object after_delay,
-               py::object before_delay) {
+               py::object before_delay, std::int32_t iteration, const std::string& phase) {
   NewTask task;
+  task.iteration = iteration;
+  task.phase = parse_phase(phase);
   task.name = name;
   task.duration_ns = non_negative_ns(duration, "duration_ns");
   task.kind = parse_task_kind(kind);
@@ -240,10 +242,12 @@ void init_transform(py::module_& m) {
            py::arg("kind") = "communication", py::arg("after") = py::tuple(), py::arg("before") = py::tuple(),
            py::arg("after_type") = py::none(), py::arg("before_type") = py::none(),
            py::arg("unit_kind") = "comm_channel", py::arg("after_delay_ns") = 0, py::arg("before_delay_ns") = 0,
+           py::arg("iteration") = -1, py::arg("phase") = "unknown",
            "Adds a task and returns it. unit: an existing unit's name or id, or a new name (a unit of kind "
            "unit_kind is created). The new task starts after every task in after and before every task in "
            "before (Tasks of this graph or ids); after_type/before_type name the edge types (see "
-           "daydream.EDGE_TYPES; derived from the two ends when None). Raises ValueError for a task of another "
+           "daydream.EDGE_TYPES; derived from the two ends when None); iteration (-1: the first predecessor's) and "
+           "phase label the new task. Raises ValueError for a task of another "
            "graph and daydream.Error for a removed task or an edge that would close a cycle.")
       .def("remove", [](const GraphPtr& g, py::object task) {
              const TaskId id = task_id_in(*g, task);
