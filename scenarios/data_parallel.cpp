@@ -20,12 +20,12 @@ namespace {
 
 /// Per-parameter counts, in forward (model.parameters()) order, from
 /// {"parameters": [{"name": "conv1.weight", "count": 9408}, ...]}.
-std::vector<std::int64_t> read_param_file(const std::string& path, std::string_view scenario) {
+std::vector<std::int64_t> read_param_file(const std::string& path) {
   const auto fail = [&](const std::string& problem) {
     return Error(
-        fmt::format("{}: param_file '{}': {} (expected {{\"parameters\": [{{\"name\": \"conv1.weight\", "
+        fmt::format("param_file '{}': {} (expected {{\"parameters\": [{{\"name\": \"conv1.weight\", "
                     "\"count\": 9408}}, ...]}} in forward order)",
-                    scenario, path, problem));
+                    path, problem));
   };
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -49,10 +49,9 @@ std::string proxies_text(const std::set<std::string>& proxies) {
   return text;
 }
 
-std::string sizes_from_file(std::vector<BackwardPass>& passes, const ScenarioParams& params,
-                            std::string_view scenario) {
+std::string sizes_from_file(std::vector<BackwardPass>& passes, const ScenarioParams& params) {
   const std::string& path = params.text("param_file");
-  const auto counts = read_param_file(path, scenario);
+  const auto counts = read_param_file(path);
   const double per_param = params.number("bytes_per_param");
   for (BackwardPass& pass : passes) {
     const std::size_t n = pass.gradients.size();
@@ -73,19 +72,18 @@ std::string sizes_from_file(std::vector<BackwardPass>& passes, const ScenarioPar
 
 }  // namespace
 
-std::int64_t given_total_bytes(const ScenarioParams& params, std::string_view scenario) {
+std::int64_t given_total_bytes(const ScenarioParams& params) {
   const double per_param = params.number("bytes_per_param");
   if (params.given("param_file")) {
-    const auto counts = read_param_file(params.text("param_file"), scenario);
+    const auto counts = read_param_file(params.text("param_file"));
     return std::llround(static_cast<double>(std::accumulate(counts.begin(), counts.end(), std::int64_t{0})) *
                         per_param);
   }
   return params.given("params") ? std::llround(params.number("params") * per_param) : kNone;
 }
 
-std::string assign_sizes(const Graph& graph, std::vector<BackwardPass>& passes, const ScenarioParams& params,
-                         std::string_view scenario) {
-  if (params.given("param_file")) return sizes_from_file(passes, params, scenario);
+std::string assign_sizes(const Graph& graph, std::vector<BackwardPass>& passes, const ScenarioParams& params) {
+  if (params.given("param_file")) return sizes_from_file(passes, params);
   std::set<std::string> proxies;
   if (params.given("params")) {
     const auto total = std::llround(params.number("params") * params.number("bytes_per_param"));

@@ -15,14 +15,13 @@ namespace daydream::scenarios {
 
 /// Sets every Gradient::bytes from, in this order: the param_file parameter, the params
 /// parameter, or the trace's recorded all_reduce sizes of each pass (spread over the gradients by
-/// a proxy). Throws Error naming `scenario` and both parameters when none is available. Returns
-/// a note saying which source (and proxy) was used.
-std::string assign_sizes(const Graph& graph, std::vector<BackwardPass>& passes, const ScenarioParams& params,
-                         std::string_view scenario);
+/// a proxy). Throws Error naming both parameters when none is available. Returns a note saying
+/// which source (and proxy) was used.
+std::string assign_sizes(const Graph& graph, std::vector<BackwardPass>& passes, const ScenarioParams& params);
 
 /// The model's gradient bytes from param_file or params (times bytes_per_param), kNone when
 /// neither is given.
-std::int64_t given_total_bytes(const ScenarioParams& params, std::string_view scenario);
+std::int64_t given_total_bytes(const ScenarioParams& params);
 
 /// machines, gpus, intra, inter, latency, bucket, first_bucket, params, bytes_per_param, param_file.
 std::vector<ScenarioParam> data_parallel_params();

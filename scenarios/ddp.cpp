@@ -32,7 +32,7 @@ namespace {
 /// spread in proportion to their measured durations. Empty when no size is given.
 std::map<TaskId, std::int64_t> guessed_sizes(const Graph& graph, const TraceCollectives& collectives,
                                              const ScenarioParams& params) {
-  const std::int64_t total = given_total_bytes(params, "ddp");
+  const std::int64_t total = given_total_bytes(params);
   std::map<std::int32_t, std::vector<TaskId>> unsized;  // by iteration
   for (const TraceCollective& c : collectives.list)
     if (c.allreduce && c.bytes == kNone)
@@ -337,7 +337,7 @@ ScenarioOutcome apply(Graph& graph, const ScenarioParams& params) {
       inserted += insert_recorded_buckets(graph, channel, pass, collectives, launches, cost);
     out.notes.push_back("buckets as the trace recorded them (record_param_comms all_reduce sizes and positions)");
   } else {
-    out.notes.push_back(assign_sizes(graph, passes, params, "ddp"));
+    out.notes.push_back(assign_sizes(graph, passes, params));
     for (const auto& pass : passes) inserted += insert_buckets(graph, channel, pass, cost, params);
   }
   out.notes.push_back(fmt::format("inserted {} bucket all-reduces over {} backward passes", inserted, passes.size()));

@@ -28,13 +28,11 @@
 namespace daydream::scenarios {
 namespace {
 
-const JobLayout& job_of(const Graph& graph, std::string_view scenario) {
+const JobLayout& job_of(const Graph& graph) {
   const JobLayout* job = graph.job();
   if (!job || job->collectives.empty())
-    throw Error(fmt::format("scenario '{}' needs a multi-rank job graph with matched collectives (load every "
-                            "rank's trace: `daydream predict DIR ...`, daydream.load([rank0, rank1, ...])); on one "
-                            "trace use faster_network or ddp",
-                            scenario));
+    throw Error("needs a multi-rank job graph with matched collectives (load every rank's trace: `daydream predict "
+                "DIR ...`, daydream.load([rank0, rank1, ...])); on one trace use faster_network or ddp");
   return *job;
 }
 
@@ -46,8 +44,8 @@ TimeNs median_transfer(const Graph& graph, const MatchedCollective& c) {
 
 /// The fitted model, or nullopt when the job's collectives cannot be fitted and the spec gives
 /// both latency and bandwidth (the transfers are then set to the model's cost outright).
-std::optional<LinkModel> fit_job(const Graph& graph, const JobLayout& job, std::string_view scenario,
-                                 const ScenarioParams& params, std::vector<std::string>& notes) {
+std::optional<LinkModel> fit_job(const Graph& graph, const JobLayout& job, const ScenarioParams& params,
+                                 std::vector<std::string>& notes) {
   std::vector<std::pair<double, TimeNs>> samples;
   for (const auto& c : job.collectives)
     if (c.bytes != kNone)
@@ -60,9 +58,9 @@ std::optional<LinkModel> fit_job(const Graph& graph, const JobLayout& job, std::
                                   samples.size()));
       return std::nullopt;
     }
-    throw Error(fmt::format("scenario '{}': cannot fit latency and bandwidth to the job's {} collectives of known size "
-                            "(needs two distinct sizes and a positive slope); give both latency and bandwidth",
-                            scenario, samples.size()));
+    throw Error(fmt::format("cannot fit latency and bandwidth to the job's {} collectives of known size (needs two "
+                            "distinct sizes and a positive slope); give both latency and bandwidth",
+                            samples.size()));
   }
   notes.push_back(fmt::format("fitted to {} collectives ({} sizes): latency {:.1f} us, bandwidth {:.2f} GB/s, R^2 {:.2f}",
                               fit->samples, fit->distinct_sizes, fit->link.latency_ns / 1e3, 1.0 / fit->link.ns_per_byte,
@@ -100,9 +98,9 @@ LinkModel wanted_link(const ScenarioParams& params, const std::optional<LinkMode
 }
 
 ScenarioOutcome apply_network(Graph& graph, const ScenarioParams& params) {
-  const JobLayout& job = job_of(graph, "network");
+  const JobLayout& job = job_of(graph);
   ScenarioOutcome outcome;
-  const auto fitted = fit_job(graph, job, "network", params, outcome.notes);
+  const auto fitted = fit_job(graph, job, params, outcome.notes);
   recost(graph, job, fitted, wanted_link(params, fitted), static_cast<std::int64_t>(job.ranks.size()), outcome.notes);
   return outcome;
 }
@@ -112,7 +110,7 @@ bool is_compute(const Graph& graph, const Task& task) {
 }
 
 ScenarioOutcome apply_rank_speed(Graph& graph, const ScenarioParams& params) {
-  const JobLayout& job = job_of(graph, "rank_speed");
+  const JobLayout& job = job_of(graph);
   ScenarioOutcome outcome;
   std::int64_t rank = params.integer("rank");
   if (!params.given("rank")) {
@@ -136,9 +134,9 @@ ScenarioOutcome apply_rank_speed(Graph& graph, const ScenarioParams& params) {
 }
 
 ScenarioOutcome apply_scale_out(Graph& graph, const ScenarioParams& params) {
-  const JobLayout& traced = job_of(graph, "scale_out");
+  const JobLayout& traced = job_of(graph);
   ScenarioOutcome outcome;
-  const auto fitted = fit_job(graph, traced, "scale_out", params, outcome.notes);
+  const auto fitted = fit_job(graph, traced, params, outcome.notes);
   const std::int64_t ranks = params.integer("ranks");
   const auto per_machine = params.given("gpus_per_machine") ? params.integer("gpus_per_machine") : traced.world_size;
   LinkModel wanted = wanted_link(params, fitted);

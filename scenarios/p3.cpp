@@ -188,7 +188,7 @@ ScenarioOutcome apply(Graph& graph, const ScenarioParams& params) {
   }
   const RingCost cost = cluster_cost(params, collectives, out.notes);
   auto passes = backward_passes(graph, collectives);
-  out.notes.push_back(assign_sizes(graph, passes, params, "p3"));
+  out.notes.push_back(assign_sizes(graph, passes, params));
   const UnitId channel = add_comm_channel(graph, "p3 slices");
   const auto slice = std::llround(params.number("slice"));
   auto order = std::make_shared<SliceOrder>();

@@ -20,14 +20,13 @@ import sys
 
 import daydream
 
-TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".sqlite.gz")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # shared_traces.py, also when imported by a test
+from shared_traces import trace_files  # noqa: E402
 
 
-def trace_files(shared: pathlib.Path) -> list[pathlib.Path]:
+def survey_files(shared: pathlib.Path) -> list[pathlib.Path]:
     """Single-trace inputs under traces/ and pairs/ (the DLRM ranks are one job: rank 0 only)."""
-    files = [p for p in sorted(shared.rglob("*")) if p.is_file() and p.name.endswith(TRACE_SUFFIXES)]
-    return [p for p in files if "/et/" not in str(p) and not p.name.endswith("_et.json.gz")
-            and not ("dlrm" in str(p.parent) and "rank_0" not in p.name and "rank0" not in p.name)]
+    return trace_files(shared, one_rank_per_job=True)
 
 
 def busy_union_ns(intervals: list[tuple[int, int]]) -> int:
@@ -149,7 +148,7 @@ def main() -> int:
     args = parser.parse_args()
     shared = pathlib.Path(args.shared).resolve()
     rows = []
-    for path in trace_files(shared):
+    for path in survey_files(shared):
         try:
             rows.append(survey(path))
         except Exception as e:  # one bad trace must not hide the others

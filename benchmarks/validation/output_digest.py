@@ -23,12 +23,7 @@ import re
 import subprocess
 import sys
 
-TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".sqlite.gz")
-
-
-def trace_files(shared: pathlib.Path) -> list[pathlib.Path]:
-    files = [p for p in sorted(shared.rglob("*")) if p.is_file() and p.name.endswith(TRACE_SUFFIXES)]
-    return [p for p in files if "/et/" not in str(p) and not p.name.endswith("_et.json.gz")]
+from shared_traces import trace_files
 
 
 def scenario_names(listing: str) -> list[str]:

@@ -150,7 +150,7 @@ class ScenarioRegistry {
   Map::const_iterator end() const { return scenarios_.end(); }
 
   /// resolve_params + the scenario's apply: changes `graph` in place. An Error the scenario raises
-  /// comes out prefixed "scenario 'NAME': " (once: a message that already names it is kept).
+  /// comes out prefixed "scenario 'NAME': " (a scenario's own messages never name it).
   ScenarioOutcome apply(Graph& graph, const ScenarioSpec& spec) const;
 
  private:

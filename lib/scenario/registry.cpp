@@ -178,9 +178,7 @@ ScenarioOutcome ScenarioRegistry::apply(Graph& graph, const ScenarioSpec& spec) 
   try {
     return scenario.apply(graph, params);
   } catch (const Error& e) {
-    const std::string prefix = fmt::format("scenario '{}'", scenario.name);
-    if (std::string_view(e.what()).substr(0, prefix.size()) == prefix) throw;
-    throw Error(fmt::format("{}: {}", prefix, e.what()));
+    throw Error(fmt::format("scenario '{}': {}", scenario.name, e.what()));
   }
 }
 

@@ -36,7 +36,7 @@ def survey():
     if not SHARED.is_dir():
         pytest.skip(f"shared traces absent: {SHARED} (the shared folder is not next to the checkout)")
     causality = _causality()
-    return {str(p.relative_to(SHARED)): causality.survey(p) for p in causality.trace_files(SHARED)}
+    return {str(p.relative_to(SHARED)): causality.survey(p) for p in causality.survey_files(SHARED)}
 
 
 def test_every_shared_trace_replays_within_its_bound(survey):

@@ -188,7 +188,7 @@ TEST_CASE("gradients: ready tasks, optimizer barrier and sizes from each source"
   auto sized = [&](const Graph& graph, const std::string& spec) {
     auto ps = find_backward_passes(graph, read_trace_collectives(graph));
     const auto params = resolve_params(builtin_scenarios().find("ddp"), parse_scenario_spec(spec));
-    const auto note = scenarios::assign_sizes(graph, ps, params, "ddp");
+    const auto note = scenarios::assign_sizes(graph, ps, params);
     return std::make_pair(gradient_bytes(ps), note);
   };
   const TempFile file("ddp_params.json", kParamFile);
