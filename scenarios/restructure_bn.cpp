@@ -21,9 +21,8 @@
 #include <vector>
 
 #include "builtin.hpp"
-#include "daydream/analyze.hpp"
-#include "daydream/transform.hpp"
 #include "daydream/error.hpp"
+#include "daydream/transform.hpp"
 
 namespace daydream::scenarios {
 namespace {
@@ -105,13 +104,8 @@ std::vector<std::vector<TaskId>> cpu_work_of(const Graph& graph, const std::vect
   for (TaskId k = 0; k < removed.size(); ++k) {
     const TaskId call = removed[k] ? predecessor(graph, k, EdgeType::launch) : kNoTask;
     if (call == kNoTask || taken[call] || !launches_only_removed(call)) continue;
-    std::vector<TaskId> block;
-    if (const RangeWindow* w = window_around(windows, graph.task(call))) {
-      const auto& list = by_unit[w->unit];
-      auto it = std::lower_bound(list.begin(), list.end(), w->start_ns,
-                                 [&](TaskId t, TimeNs s) { return graph.task(t).recorded_start_ns < s; });
-      for (; it != list.end() && w->contains(graph.task(*it).recorded_start_ns); ++it) block.push_back(*it);
-    }
+    const RangeWindow* w = window_around(windows, graph.task(call));
+    std::vector<TaskId> block = w ? tasks_in(graph, by_unit[w->unit], *w) : std::vector<TaskId>{};
     const bool clean = std::all_of(block.begin(), block.end(), [&](TaskId t) {
       return !taken[t] && !graph.task(t).blocking && launches_only_removed(t);
     });

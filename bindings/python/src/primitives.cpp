@@ -128,12 +128,12 @@ void init_walks(GraphClass& graph) {
            }, py::arg("pattern"),
            "The outermost CPU ranges whose name the pattern finds, merged where they overlap, as (thread, start_ns, "
            "end_ns) tuples in (thread, start) order.")
-      .def("tasks_in", [](const GraphPtr& g, const std::string& unit, TimeNs start_ns, TimeNs end_ns) {
-             const UnitId u = unit_id_in(*g, py::str(unit));
+      .def("tasks_by_unit", [](const GraphPtr& g) {
+             py::dict out;
              const auto by_unit = tasks_by_unit(g->graph);
-             return task_refs(g, tasks_in(g->graph, by_unit[u], {u, start_ns, end_ns}));
-           }, py::arg("unit"), py::arg("start_ns"), py::arg("end_ns"),
-           "The live tasks of a unit whose recorded start lies in [start_ns, end_ns), in recorded order.")
+             for (UnitId u = 0; u < by_unit.size(); ++u) out[py::str(g->graph.units()[u].name)] = task_refs(g, by_unit[u]);
+             return out;
+           }, "Each unit's live tasks in recorded-start order (ties by id), by unit name.")
       .def_property_readonly("calibration", &calibration_of,
            "The trace's calibrated latencies: launch_latency_ns per GPU task kind and gpu_gap_ns.")
       .def("median_launch_call_ns", [](const GraphPtr& g) { return median_launch_call_ns(g->graph); },
@@ -163,6 +163,12 @@ void init_edits(GraphClass& graph) {
              g->graph.edge(a, b).delay_ns = ns;
            }, py::arg("from_task"), py::arg("to_task"), py::arg("delay_ns"),
            "Sets the delay of the first edge from -> to; daydream.Error when there is none.")
+      .def("remove_block", [](const GraphPtr& g, py::object tasks) {
+             const auto ids = task_ids_in(*g, tasks);
+             WriteLock lock(*g);
+             remove_block(g->graph, ids);
+           }, py::arg("tasks"),
+           "Removes tasks as one block: the bridges keep the gaps around it, never the gaps inside it.")
       .def("remove_with_launches", [](const GraphPtr& g, py::object tasks) {
              const auto ids = task_ids_in(*g, tasks);
              WriteLock lock(*g);
