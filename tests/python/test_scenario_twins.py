@@ -25,11 +25,12 @@ TRACES = [
     SHARED / "ddp-resnet-v100-rank0" / "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
     SHARED / "ddp-convnet-a100-nccl" / "nccl_data.json.gz",  # NCCL all-reduces of recorded size
     SHARED / "dlrm-v100-8ranks" / "kineto" / "worker0_step_12.1694128201545.pt.trace.json.gz",
+    SHARED / "dlrm-v100-8ranks" / "kineto",  # the 8 ranks as one job graph
 ]
 sys.path.insert(0, str(EXAMPLES))
 
 
-@pytest.fixture(scope="module", params=TRACES, ids=lambda p: p.parent.name)
+@pytest.fixture(scope="module", params=TRACES, ids=lambda p: p.name if p.is_dir() else p.parent.name)
 def graph(request):
     if not request.param.exists():
         pytest.skip(f"trace absent: {request.param}")

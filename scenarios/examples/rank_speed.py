@@ -1,0 +1,34 @@
+"""rank_speed in Python: the twin of the built-in (scenarios/job.cpp). On a multi-rank job graph
+(daydream.load of every rank's trace), one rank's compute (GPU kernels, copies, memsets and CPU
+work; not its collectives) runs `factor` times as fast; by default the straggler of the baseline
+replay, the rank the others waited for longest. docs/scenarios/rank_speed.md.
+
+    import daydream, rank_speed
+    job = daydream.load("traces/")  # one trace per rank
+    rank_speed.apply(job)
+"""
+
+import math
+
+NAME = "rank_speed"
+CASES = {"rank=1,factor=4": {"rank": 1, "factor": 4.0}}
+COMPUTE = {"kind": ["cpu", "runtime", "kernel", "memcpy", "memset"], "unit_kind": ["cpu_thread", "gpu_stream"]}
+
+
+def _llround(x: float) -> int:
+    whole = math.floor(x)
+    return whole + 1 if x - whole >= 0.5 else whole
+
+
+def apply(graph, rank="auto", factor: float = 2.0) -> None:
+    report = graph.replay()
+    if "job" not in report or not report["job"]["collectives"]:
+        raise ValueError("needs a multi-rank job graph with matched collectives")
+    if rank == "auto":
+        rank = report["job"]["straggler"]
+        if rank is None:
+            raise ValueError("no rank held the others back; give 'rank'")
+    if rank not in {r["rank"] for r in report["ranks"]}:
+        raise ValueError(f"rank {rank} is not in the job")
+    for task in graph.select(rank=rank, **COMPUTE):
+        task.duration_ns = _llround(task.duration_ns / factor)  # as the built-in rounds: d / factor
