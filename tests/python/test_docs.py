@@ -1,4 +1,4 @@
-"""docs/architecture.md stays true to the tree: its table of where each edge type is built names
+"""The docs stay true to the tree. docs/architecture.md: its table of where each edge type is built names
 every edge type once, and each file it names really builds that type; its library table names
 every stage library that lib/CMakeLists.txt defines, and every public header exists."""
 
@@ -31,3 +31,10 @@ def test_library_table_matches_the_build():
     for header in re.findall(r"`((?:report/)?\w+\.hpp)`", table):
         if "*" not in header:
             assert (REPO / "include" / "daydream" / header).exists(), header
+
+
+def test_cli_docs_quote_the_cli_as_it_answers():
+    """docs/cli.md's error example is the line the golden file of the same command holds."""
+    golden = (REPO / "tests" / "golden" / "predict_unknown_scenario.out").read_text()
+    line = next(l for l in golden.splitlines() if l.startswith("error: unknown scenario"))
+    assert line in (REPO / "docs" / "cli.md").read_text().splitlines()
