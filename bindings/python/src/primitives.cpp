@@ -98,6 +98,33 @@ py::list edges_of(const GraphPtr& box, py::object task, bool out) {
   return edges;
 }
 
+py::dict chain_spot_py(const GraphPtr& box, py::object first, py::object block) {
+  const TaskId id = task_id_in(*box, first);
+  std::vector<char> in_block(box->graph.num_tasks(), 0);
+  for (TaskId t : task_ids_in(*box, block)) in_block[t] = 1;
+  const ChainSpot spot = chain_spot(box->graph, id, in_block);
+  py::dict out;
+  out["prev"] = task_or_none(box, spot.prev);
+  out["delay_in_ns"] = spot.delay_in_ns;
+  out["next"] = task_or_none(box, spot.next);
+  out["delay_out_ns"] = spot.delay_out_ns;
+  out["release_ns"] = spot.release_ns;
+  return out;
+}
+
+TaskId optional_task(const GraphBox& box, py::object task) { return task.is_none() ? kNoTask : task_id_in(box, task); }
+
+TaskRef insert_between_py(const GraphPtr& box, py::dict spec, py::object unit, py::object prev, py::object next,
+                          py::object delay_in, py::object delay_out, py::object release) {
+  NewTask task = new_task_of(spec);
+  task.unit = unit_id_in(*box, unit);
+  const TaskId a = optional_task(*box, prev), b = optional_task(*box, next);
+  const TimeNs in = non_negative_ns(delay_in, "delay_in_ns"), out = non_negative_ns(delay_out, "delay_out_ns");
+  const auto at = release.cast<TimeNs>();  // relative to the origin: may lie before it
+  WriteLock lock(*box);
+  return {box, insert_between(box->graph, std::move(task), a, b, in, out, at)};
+}
+
 void init_walks(GraphClass& graph) {
   graph.def("successor", [](const GraphPtr& g, py::object task, const std::string& type) {
              return task_or_none(g, successor(g->graph, task_id_in(*g, task), parse_edge_type(type)));
@@ -134,6 +161,15 @@ void init_walks(GraphClass& graph) {
              for (UnitId u = 0; u < by_unit.size(); ++u) out[py::str(g->graph.units()[u].name)] = task_refs(g, by_unit[u]);
              return out;
            }, "Each unit's live tasks in recorded-start order (ties by id), by unit name.")
+      .def("unit_info", [](const GraphPtr& g, py::object unit) {
+             const Unit& u = g->graph.units()[unit_id_in(*g, unit)];
+             return py::dict(py::arg("name") = u.name, py::arg("kind") = std::string(to_string(u.kind)),
+                             py::arg("background") = u.background,
+                             py::arg("rank") = u.rank == kNone ? py::object(py::none()) : py::object(py::int_(u.rank)));
+           }, py::arg("unit"), "{name, kind, background, rank} of a unit (name or id).")
+      .def("chain_spot", &chain_spot_py, py::arg("first"), py::arg("block"),
+           "Where a block sits on the chain of its first task's unit: {prev, delay_in_ns, next, delay_out_ns, "
+           "release_ns} (prev/next None at the ends).")
       .def_property_readonly("calibration", &calibration_of,
            "The trace's calibrated latencies: launch_latency_ns per GPU task kind and gpu_gap_ns.")
       .def("median_launch_call_ns", [](const GraphPtr& g) { return median_launch_call_ns(g->graph); },
@@ -146,6 +182,11 @@ void init_edits(GraphClass& graph) {
            "replacements: dicts {unit, tasks: [{name, kind, duration_ns, iteration, phase}], gap_ns, "
            "take_over_edges}, each placed where the block's first task on its unit was. Returns the new Tasks of "
            "each replacement.")
+      .def("insert_between", &insert_between_py, py::arg("task"), py::arg("unit"), py::arg("prev"), py::arg("next"),
+           py::arg("delay_in_ns") = 0, py::arg("delay_out_ns") = 0, py::arg("release_ns") = 0,
+           "Inserts a task {name, kind, duration_ns, iteration, phase} on `unit` between prev and next (either "
+           "None), exactly delay_in_ns after prev and delay_out_ns before next; without prev it is released at "
+           "release_ns. Returns the new Task.")
       .def("connect", &connect_py, py::arg("from_task"), py::arg("to_task"), py::arg("edge_type"),
            py::arg("delay_ns") = 0, py::arg("timing") = "finish_to_start",
            "Adds an edge between two live tasks; daydream.Error when it would close a cycle.")
@@ -183,8 +224,19 @@ void init_primitives(py::module_& m) {
   init_walks(graph);
   init_edits(graph);
   auto task = py::reinterpret_borrow<py::class_<TaskRef>>(m.attr("Task"));
-  task.def_property_readonly("blocking", [](const TaskRef& r) { return r.task().blocking; },
-                             "True for a CPU call that waits for GPU work.")
+  task.def_property(
+          "blocking", [](const TaskRef& r) { return r.task().blocking; },
+          [](const TaskRef& r, bool blocking) {
+            WriteLock lock(*r.box);
+            r.box->graph.set_blocking(r.id, blocking);
+          },
+          "True for a CPU call that waits for GPU work; settable.")
+      .def_property_readonly("release_ns", [](const TaskRef& r) { return r.task().release_ns; },
+                             "When a task without predecessors may start, relative to the origin (ns).")
+      .def("rename", [](const TaskRef& r, const std::string& name) {
+             WriteLock lock(*r.box);
+             r.box->graph.rename(r.id, name);
+           }, py::arg("name"), "Renames the task.")
       .def_property_readonly("unit_id", [](const TaskRef& r) { return r.task().unit; },
                              "Id of the task's unit (an index into Graph.units).")
       .def_property_readonly("bytes", [](const TaskRef& r) -> py::object {
