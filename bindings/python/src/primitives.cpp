@@ -6,6 +6,9 @@
 
 #include "common.hpp"
 #include "daydream/analyze.hpp"
+#include "daydream/error.hpp"
+#include "daydream/job.hpp"
+#include "daydream/model.hpp"
 #include "daydream/transform.hpp"
 
 namespace daydream::python {
@@ -217,12 +220,60 @@ void init_edits(GraphClass& graph) {
            }, py::arg("tasks"), "Removes GPU tasks and the calls that launched only them; returns the calls removed.");
 }
 
+const JobLayout& job_of(const GraphBox& box) {
+  if (!box.graph.job()) throw Error("not a multi-rank job graph (daydream.load of every rank's trace)");
+  return *box.graph.job();
+}
+
+py::list job_collectives(const GraphPtr& box) {
+  py::list out;
+  for (const MatchedCollective& c : job_of(*box).collectives)
+    out.append(py::dict(py::arg("name") = c.name, py::arg("sequence") = c.sequence,
+                        py::arg("bytes") = c.bytes == kNone ? py::object(py::none()) : py::object(py::int_(c.bytes)),
+                        py::arg("ranks") = c.ranks, py::arg("transfers") = task_refs(box, c.transfers)));
+  return out;
+}
+
+py::object fit_link_py(const std::vector<std::pair<double, TimeNs>>& samples) {
+  const auto fit = fit_link(samples);
+  if (!fit) return py::none();
+  return py::dict(py::arg("latency_ns") = fit->link.latency_ns, py::arg("ns_per_byte") = fit->link.ns_per_byte,
+                  py::arg("rms_residual_ns") = fit->rms_residual_ns, py::arg("r_squared") = fit->r_squared,
+                  py::arg("samples") = fit->samples, py::arg("distinct_sizes") = fit->distinct_sizes);
+}
+
+void init_jobs(GraphClass& graph, py::module_& m) {
+  graph.def("job_ranks", [](const GraphPtr& g) {
+             std::vector<std::int64_t> ranks;
+             for (const RankInfo& r : job_of(*g).ranks) ranks.push_back(r.rank);
+             return ranks;
+           }, "The ranks of a job graph, in order; daydream.Error for the graph of one trace.")
+      .def("job_collectives", &job_collectives,
+           "The collectives matched across a job graph's ranks: [{name, sequence, bytes (None: not recorded), "
+           "ranks, transfers: [Task per participant]}].")
+      .def("replicate_ranks", [](const GraphPtr& g, std::int64_t ranks) {
+             Graph grown = replicate_ranks(g->graph, ranks);
+             WriteLock lock(*g);
+             g->graph = std::move(grown);
+           }, py::arg("ranks"),
+           "Grows a job graph in place to `ranks` ranks (rank r copies traced rank r mod n), the new ranks in "
+           "every matched collective; collective costs stay as they are.");
+  m.def("fit_link", &fit_link_py, py::arg("samples"),
+        "Least-squares duration = latency + ns_per_byte * traffic over (traffic bytes, duration ns) samples: "
+        "{latency_ns, ns_per_byte, rms_residual_ns, r_squared, samples, distinct_sizes}, or None with fewer "
+        "than two distinct sizes.");
+  m.def("collective_traffic_bytes", &collective_traffic_bytes, py::arg("name"), py::arg("ranks"), py::arg("bytes"),
+        "Bytes one participant moves in a collective: all_reduce 2(n-1)/n, all_gather/reduce_scatter/all_to_all "
+        "(n-1)/n, others 1 times bytes; 0 for one rank.");
+}
+
 }  // namespace
 
 void init_primitives(py::module_& m) {
   auto graph = py::reinterpret_borrow<GraphClass>(m.attr("Graph"));
   init_walks(graph);
   init_edits(graph);
+  init_jobs(graph, m);
   auto task = py::reinterpret_borrow<py::class_<TaskRef>>(m.attr("Task"));
   task.def_property(
           "blocking", [](const TaskRef& r) { return r.task().blocking; },
