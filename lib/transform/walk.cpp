@@ -21,6 +21,19 @@ bool on_chain(const Graph& graph, TaskId task, TaskId neighbor, const Edge& edge
   return is_sequential(edge.type) && graph.task(neighbor).unit == graph.task(task).unit;
 }
 
+// The first successor (out) or predecessor of `task`, in edge order, whose edge passes `joined`.
+template <class Joined>
+TaskId first_neighbor(const Graph& graph, TaskId task, bool out, Joined joined) {
+  TaskId found = kNoTask;
+  const auto visit = [&](TaskId neighbor, const Edge& edge) {
+    if (joined(neighbor, edge)) found = neighbor;
+    return found == kNoTask;
+  };
+  if (out) graph.visit_successors(task, visit);
+  else graph.visit_predecessors(task, visit);
+  return found;
+}
+
 std::regex compile_range_pattern(const std::string& pattern) {
   check_pattern(pattern, "range");
   const bool ignore_case = pattern.rfind("(?i)", 0) == 0;
@@ -32,39 +45,19 @@ std::regex compile_range_pattern(const std::string& pattern) {
 }  // namespace
 
 TaskId successor(const Graph& graph, TaskId task, EdgeType type) {
-  TaskId found = kNoTask;
-  graph.visit_successors(task, [&](TaskId s, const Edge& e) {
-    if (joins(graph, task, s, e, type)) found = s;
-    return found == kNoTask;
-  });
-  return found;
+  return first_neighbor(graph, task, true, [&](TaskId s, const Edge& e) { return joins(graph, task, s, e, type); });
 }
 
 TaskId predecessor(const Graph& graph, TaskId task, EdgeType type) {
-  TaskId found = kNoTask;
-  graph.visit_predecessors(task, [&](TaskId p, const Edge& e) {
-    if (joins(graph, task, p, e, type)) found = p;
-    return found == kNoTask;
-  });
-  return found;
+  return first_neighbor(graph, task, false, [&](TaskId p, const Edge& e) { return joins(graph, task, p, e, type); });
 }
 
 TaskId chain_next(const Graph& graph, TaskId task) {
-  TaskId found = kNoTask;
-  graph.visit_successors(task, [&](TaskId s, const Edge& e) {
-    if (on_chain(graph, task, s, e)) found = s;
-    return found == kNoTask;
-  });
-  return found;
+  return first_neighbor(graph, task, true, [&](TaskId s, const Edge& e) { return on_chain(graph, task, s, e); });
 }
 
 TaskId chain_prev(const Graph& graph, TaskId task) {
-  TaskId found = kNoTask;
-  graph.visit_predecessors(task, [&](TaskId p, const Edge& e) {
-    if (on_chain(graph, task, p, e)) found = p;
-    return found == kNoTask;
-  });
-  return found;
+  return first_neighbor(graph, task, false, [&](TaskId p, const Edge& e) { return on_chain(graph, task, p, e); });
 }
 
 std::vector<TaskId> launched_by(const Graph& graph, TaskId call) {

@@ -7,16 +7,11 @@ bandwidth for each one whose size the trace records. docs/scenarios/faster_netwo
     faster_network.apply(graph, bandwidth=12.5e9)  # 100 Gbps
 """
 
-import math
+from cround import llround
 
 NAME = "faster_network"
 # Other parameters the twin test checks: spec arguments -> apply() keywords.
 CASES = {"bandwidth=100Gbps": {"bandwidth": 12.5e9}, "factor=4": {"factor": 4.0}}
-
-
-def _llround(x: float) -> int:
-    whole = math.floor(x)
-    return whole + 1 if x - whole >= 0.5 else whole
 
 
 def apply(graph, factor: float = 2.0, bandwidth="auto") -> None:
@@ -28,4 +23,4 @@ def apply(graph, factor: float = 2.0, bandwidth="auto") -> None:
     if not sized:
         raise ValueError("parameter 'bandwidth' needs communication tasks with a known size (bytes)")
     for task in sized:
-        task.duration_ns = _llround(task.bytes / bandwidth * 1e9)
+        task.duration_ns = llround(task.bytes / bandwidth * 1e9)

@@ -14,18 +14,13 @@ CPU segment) and one launch call (the trace's median). docs/scenarios/fused_adam
 """
 
 import bisect
-import math
 import statistics
+from cround import llround
 
 NAME = "fused_adam"
 # Other parameters the twin test checks: spec arguments -> apply() keywords.
 CASES = {"kernels=4,factor=0.5": {"kernels": 4, "factor": 0.5}}
 
-
-def _llround(x: float) -> int:
-    """C's llround: halves away from zero (Python's round() rounds them to even)."""
-    whole = math.floor(x)
-    return whole + 1 if x - whole >= 0.5 else whole
 
 
 def _tasks_in(unit_tasks, start_ns, end_ns):
@@ -67,7 +62,7 @@ def _fused_calls(cpu, count, launch_ns):
 
 
 def _fused_kernels(graph, stream, kernels, factor, count):
-    fused_ns = _llround(sum(k.duration_ns for k in kernels) * factor)
+    fused_ns = llround(sum(k.duration_ns for k in kernels) * factor)
     parts = [fused_ns * (j + 1) // count - fused_ns * j // count for j in range(count)]
     tasks = [_update("fused_optimizer_kernel (multi_tensor_apply)", "kernel", p, kernels[0].iteration) for p in parts]
     return {"unit": stream, "tasks": tasks, "gap_ns": graph.calibration["gpu_gap_ns"], "take_over_edges": True}

@@ -12,14 +12,10 @@ import math
 import statistics
 
 import daydream
+from cround import llround
 
 NAME = "network"
 CASES = {"bandwidth=100Gbps": {"bandwidth": 12.5e9}, "latency=100us": {"latency": 100e3}}
-
-
-def _llround(x: float) -> int:
-    whole = math.floor(x)
-    return whole + 1 if x - whole >= 0.5 else whole
 
 
 def job_link(graph, latency, bandwidth):
@@ -54,7 +50,7 @@ def recost(graph, collectives, traced_ranks, fitted, wanted, ranks):
         delta = (wanted[0] + wanted[1] * after) - ((fitted[0] + fitted[1] * before) if fitted else 0.0)
         for task in c["transfers"]:
             base = task.duration_ns if fitted else 0
-            task.duration_ns = max(0, base + _llround(delta))
+            task.duration_ns = max(0, base + llround(delta))
 
 
 def apply(graph, bandwidth="auto", latency="auto") -> None:

@@ -9,16 +9,11 @@ docs/scenarios/pinned_memory.md.
     pinned_memory.apply(graph)
 """
 
-import math
+from cround import llround
 
 NAME = "pinned_memory"
 # Other parameters the twin test checks: spec arguments -> apply() keywords.
 CASES = {"non_blocking=0,bandwidth=24GB/s": {"non_blocking": 0, "bandwidth": 24e9}}
-
-
-def _llround(x: float) -> int:
-    whole = math.floor(x)
-    return whole + 1 if x - whole >= 0.5 else whole
 
 
 def _own_synchronisations(graph, copy, call):
@@ -30,7 +25,7 @@ def _own_synchronisations(graph, copy, call):
 
 def _make_pinned(graph, copy, bandwidth, launch_cost_ns, non_blocking):
     if copy.bytes is not None and copy.bytes >= 0:
-        copy.duration_ns = _llround(copy.bytes / bandwidth * 1e9)
+        copy.duration_ns = llround(copy.bytes / bandwidth * 1e9)
     call = graph.predecessor(copy, "launch")
     if call is None:
         return  # launched before profiling began: only its duration changes

@@ -8,16 +8,11 @@ replay, the rank the others waited for longest. docs/scenarios/rank_speed.md.
     rank_speed.apply(job)
 """
 
-import math
+from cround import llround
 
 NAME = "rank_speed"
 CASES = {"rank=1,factor=4": {"rank": 1, "factor": 4.0}}
 COMPUTE = {"kind": ["cpu", "runtime", "kernel", "memcpy", "memset"], "unit_kind": ["cpu_thread", "gpu_stream"]}
-
-
-def _llround(x: float) -> int:
-    whole = math.floor(x)
-    return whole + 1 if x - whole >= 0.5 else whole
 
 
 def apply(graph, rank="auto", factor: float = 2.0) -> None:
@@ -31,4 +26,4 @@ def apply(graph, rank="auto", factor: float = 2.0) -> None:
     if rank not in {r["rank"] for r in report["ranks"]}:
         raise ValueError(f"rank {rank} is not in the job")
     for task in graph.select(rank=rank, **COMPUTE):
-        task.duration_ns = _llround(task.duration_ns / factor)  # as the built-in rounds: d / factor
+        task.duration_ns = llround(task.duration_ns / factor)  # as the built-in rounds: d / factor

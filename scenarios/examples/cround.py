@@ -1,0 +1,8 @@
+"""C's llround for the twins: halves away from zero, as the built-ins round (Python's round()
+rounds them to even, which would move a duration by 1 ns now and then)."""
+import math
+
+
+def llround(x: float) -> int:
+    whole = math.floor(x)
+    return whole + 1 if x - whole >= 0.5 else whole
