@@ -1,4 +1,4 @@
-"""network in Python: the twin of the built-in (scenarios/job.cpp). On a multi-rank job graph,
+"""network in Python: the twin of the built-in (scenarios/network.cpp). On a multi-rank job graph,
 every matched collective is re-costed with the alpha-beta model fitted to the job's own
 collectives: each participant's transfer moves by cost(latency', bandwidth') - cost(fitted), so
 what the model does not explain is kept. docs/scenarios/network.md.

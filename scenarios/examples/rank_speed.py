@@ -1,4 +1,4 @@
-"""rank_speed in Python: the twin of the built-in (scenarios/job.cpp). On a multi-rank job graph
+"""rank_speed in Python: the twin of the built-in (scenarios/rank_speed.cpp). On a multi-rank job graph
 (daydream.load of every rank's trace), one rank's compute (GPU kernels, copies, memsets and CPU
 work; not its collectives) runs `factor` times as fast; by default the straggler of the baseline
 replay, the rank the others waited for longest. docs/scenarios/rank_speed.md.

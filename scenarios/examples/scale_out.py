@@ -1,4 +1,4 @@
-"""scale_out in Python: the twin of the built-in (scenarios/job.cpp). A job graph replicated to
+"""scale_out in Python: the twin of the built-in (scenarios/scale_out.cpp). A job graph replicated to
 `ranks` ranks (data parallel), its collectives re-costed for them with the model fitted to the
 traced ones; past gpus_per_machine ranks a collective also crosses the `inter` link (a ring is as
 fast as its slowest link). docs/scenarios/scale_out.md.
