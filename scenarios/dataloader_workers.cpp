@@ -12,7 +12,7 @@
 //  - recorded=0 (the trace loaded on the main thread): the length of each
 //    `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` range. The profiler window
 //    opens after warm-up steps, so the first W x prefetch batches are already queued.
-//  - recorded=k > 0: the main thread's waits (dataloader_batches.hpp). A batch waited for was
+//  - recorded=k > 0: the main thread's waits (analyze.hpp). A batch waited for was
 //    ready when the wait ended; worker b mod k went straight from batch b - k to batch b, so
 //    load(b) = taken(b) - taken(b - k) when both were waited for. The recorded workers start
 //    their first batch when the trace shows (they may be out of phase), new ones with the
@@ -24,7 +24,7 @@
 
 #include "builtin.hpp"
 #include "common/text.hpp"
-#include "dataloader_batches.hpp"
+#include "daydream/analyze.hpp"
 #include "daydream/error.hpp"
 #include "daydream/transform.hpp"
 

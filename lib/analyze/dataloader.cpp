@@ -1,14 +1,13 @@
 // Reading the DataLoader's batches off a trace: where the main thread took each one, how long it
 // waited, and the per-batch load time of the worker processes that the waits imply.
-#include "dataloader_batches.hpp"
+#include "daydream/analyze.hpp"
 
 #include <algorithm>
 
-#include "daydream/analyze.hpp"
-#include "daydream/transform.hpp"
 #include "common/text.hpp"
+#include "daydream/transform.hpp"
 
-namespace daydream::scenarios {
+namespace daydream {
 
 std::vector<BatchLoad> batch_loads(Graph& graph) {
   std::vector<BatchLoad> loads;
@@ -178,4 +177,4 @@ std::vector<TimeNs> recorded_first_starts(const std::vector<BatchTake>& takes, c
   return starts;
 }
 
-}  // namespace daydream::scenarios
+}  // namespace daydream
