@@ -71,29 +71,20 @@ bool left_out(const Graph& graph, TaskId t, Tally& tally) {
   return host_copy;
 }
 
-auto starting_in(const Graph& graph, const std::vector<TaskId>& list, const RangeWindow& window) {
-  auto begin = std::lower_bound(list.begin(), list.end(), window.start_ns,
-                                [&](TaskId t, TimeNs s) { return graph.task(t).recorded_start_ns < s; });
-  auto end = std::lower_bound(begin, list.end(), window.end_ns,
-                              [&](TaskId t, TimeNs s) { return graph.task(t).recorded_start_ns < s; });
-  return std::pair(begin, end);
-}
-
 // The pieces of the region's own thread: cut at every task left out.
 std::vector<Piece> own_pieces(const Graph& graph, const RangeWindow& window, const std::vector<TaskId>& thread_tasks,
                               Tally& tally) {
   std::vector<Piece> pieces;
   bool open = false;
-  const auto [begin, end] = starting_in(graph, thread_tasks, window);
-  for (auto it = begin; it != end; ++it) {
-    if (graph.removed(*it)) continue;  // captured by an overlapping region on another thread
-    if (left_out(graph, *it, tally)) {
+  // tasks_in skips those an overlapping region on another thread already captured (removed).
+  for (TaskId t : tasks_in(graph, thread_tasks, window)) {
+    if (left_out(graph, t, tally)) {
       open = false;
       continue;
     }
-    if (!open) pieces.push_back({{}, graph.task(*it).recorded_start_ns});
+    if (!open) pieces.push_back({{}, graph.task(t).recorded_start_ns});
     open = true;
-    pieces.back().cpu.push_back(*it);
+    pieces.back().cpu.push_back(t);
   }
   return pieces;
 }
@@ -112,10 +103,8 @@ std::vector<Piece> pieces_of(const Graph& graph, const RangeWindow& window,
   for (UnitId u = 0; u < graph.units().size(); ++u) {
     const Unit& unit = graph.units()[u];
     if (u == window.unit || unit.kind != UnitKind::cpu_thread || unit.background) continue;
-    const auto [first, last] = starting_in(graph, by_unit[u], window);
-    for (auto it = first; it != last; ++it)
-      if (!graph.removed(*it) && !left_out(graph, *it, tally))
-        running_at(graph.task(*it).recorded_start_ns).cpu.push_back(*it);
+    for (TaskId t : tasks_in(graph, by_unit[u], window))
+      if (!left_out(graph, t, tally)) running_at(graph.task(t).recorded_start_ns).cpu.push_back(t);
   }
   return pieces;
 }

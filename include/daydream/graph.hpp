@@ -70,6 +70,8 @@ enum class EdgeType : std::uint8_t {
 };
 inline constexpr std::size_t kEdgeTypeCount = 7;
 std::string_view to_string(EdgeType type);
+/// cpu_sequential or gpu_sequential: the order of one unit's chain.
+constexpr bool is_sequential(EdgeType type) { return type == EdgeType::cpu_sequential || type == EdgeType::gpu_sequential; }
 
 /// When the edge's delay starts counting: at the source's end (usual) or at its start (launch:
 /// a kernel can start while its launch call is still returning).

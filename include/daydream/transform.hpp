@@ -124,6 +124,10 @@ EdgeType infer_edge_type(const Graph& graph, TaskId from, TaskId to);
 TaskId successor(const Graph& graph, TaskId task, EdgeType type);
 TaskId predecessor(const Graph& graph, TaskId task, EdgeType type);
 
+/// Whether an edge of `type` between `a` and `b` is part of a unit's chain: sequential, and both
+/// tasks on one unit.
+bool is_chain_edge(const Graph& graph, TaskId a, TaskId b, EdgeType type);
+
 /// The task after (before) `task` on its unit's chain: a cpu_ or gpu_sequential edge on the same
 /// unit; kNoTask at the end (start) of the chain.
 TaskId chain_next(const Graph& graph, TaskId task);

@@ -76,7 +76,7 @@ void restore_waiting_time(BuildContext& ctx, TaskId task) {
 void drop_edge(BuildContext& ctx, const CycleEdge& dropped) {
   Graph& g = ctx.graph;
   g.disconnect(dropped.from, dropped.to);
-  if (dropped.edge.type != EdgeType::cpu_sequential && dropped.edge.type != EdgeType::gpu_sequential)
+  if (!is_sequential(dropped.edge.type))
     restore_waiting_time(ctx, dropped.to);
   const std::string edge = fmt::format("{}{} edge '{}' -> '{}', contradicted by {} ns",
                                        dropped.edge.inferred ? "inferred " : "", to_string(dropped.edge.type),

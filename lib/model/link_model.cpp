@@ -34,13 +34,18 @@ std::int64_t dtype_element_bytes(std::string_view dtype) {
   return 0;
 }
 
-double ring_traffic_bytes(std::int64_t ranks, double bytes) { return collective_traffic_bytes("allreduce", ranks, bytes); }
+// Plain arithmetic: RingCost::allreduce_ns calls it per all-reduce (p3 costs every slice).
+double ring_traffic_bytes(std::int64_t ranks, double bytes) {
+  if (ranks < 2) return 0.0;
+  const double n = static_cast<double>(ranks);
+  return 2.0 * (n - 1.0) / n * bytes;
+}
 
 double collective_traffic_bytes(std::string_view name, std::int64_t ranks, double bytes) {
   if (ranks < 2) return 0.0;
   const std::string key = text::squashed(name);
   const double n = static_cast<double>(ranks);
-  if (key == "allreduce") return 2.0 * (n - 1.0) / n * bytes;
+  if (key == "allreduce") return ring_traffic_bytes(ranks, bytes);
   if (key == "allgather" || key == "reducescatter" || key == "alltoall" || key == "alltoallv" ||
       key == "allgatherintocoalesced" || key == "reducescattertensor" || key == "allgatherbase")
     return (n - 1.0) / n * bytes;

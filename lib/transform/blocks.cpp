@@ -13,12 +13,6 @@
 namespace daydream {
 namespace {
 
-bool is_sequential(EdgeType type) { return type == EdgeType::cpu_sequential || type == EdgeType::gpu_sequential; }
-
-bool on_chain(const Graph& graph, TaskId a, TaskId b, EdgeType type) {
-  return is_sequential(type) && graph.task(a).unit == graph.task(b).unit;
-}
-
 // The block's first task on `unit`, by recorded start (ties by id).
 TaskId first_on_unit(const Graph& graph, const std::vector<TaskId>& block, UnitId unit) {
   TaskId first = kNoTask;
@@ -37,7 +31,7 @@ void take_over_edges(Graph& graph, const CrossingEdges& crossing, const std::map
     if (!fresh) it->second.delay_ns = std::max(it->second.delay_ns, e.delay_ns);
   };
   auto moves = [&](const Graph::EdgeRecord& r) {
-    return r.edge.type != EdgeType::launch && !on_chain(graph, r.from, r.to, r.edge.type);
+    return r.edge.type != EdgeType::launch && !is_chain_edge(graph, r.from, r.to, r.edge.type);
   };
   for (const auto& r : crossing.in)
     if (const auto e = ends.find(graph.task(r.to).unit); e != ends.end() && moves(r)) keep(r.from, e->second.first, r.edge);
@@ -52,13 +46,13 @@ ChainSpot chain_spot(const Graph& graph, TaskId first, const std::vector<char>& 
   ChainSpot spot;
   spot.release_ns = graph.task(first).release_ns;
   graph.visit_predecessors(first, [&](TaskId p, const Edge& e) {
-    if (on_chain(graph, p, first, e.type)) spot.prev = p, spot.delay_in_ns = e.delay_ns;
+    if (is_chain_edge(graph, p, first, e.type)) spot.prev = p, spot.delay_in_ns = e.delay_ns;
     return true;
   });
   for (TaskId t = first; t != kNoTask && spot.next == kNoTask;) {
     TaskId after = kNoTask;
     graph.visit_successors(t, [&](TaskId s, const Edge& e) {
-      if (!on_chain(graph, t, s, e.type)) return true;
+      if (!is_chain_edge(graph, t, s, e.type)) return true;
       after = s;
       const bool inside = s < in_block.size() && in_block[s];
       if (!inside) spot.next = s, spot.delay_out_ns = e.delay_ns;

@@ -16,8 +16,6 @@
 namespace daydream {
 namespace {
 
-bool is_sequential(EdgeType type) { return type == EdgeType::cpu_sequential || type == EdgeType::gpu_sequential; }
-
 std::string describe(const Graph& g, TaskId t) { return fmt::format("task {} '{}'", t, g.name(t)); }
 
 // The type of the edge that replaces pred -> removed -> succ.
@@ -72,13 +70,13 @@ void Graph::ensure_ranks() {
 // is immediate; otherwise the search's bookkeeping is proportional to the tasks it visits.
 std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets) {
   ensure_ranks();
-  const std::vector<double>& rank = storage_->ranks.rank;
+  const std::vector<double>& order = storage_->ranks.rank;  // topological rank per task
   double limit = -std::numeric_limits<double>::infinity();
-  for (TaskId t : targets) limit = std::max(limit, rank[t]);
+  for (TaskId t : targets) limit = std::max(limit, order[t]);
   std::vector<TaskId> stack;
   std::unordered_map<TaskId, TaskId> parent;  // visited task -> the task it was reached from
   for (TaskId s : sources)
-    if (rank[s] <= limit && parent.emplace(s, kNoTask).second) stack.push_back(s);
+    if (order[s] <= limit && parent.emplace(s, kNoTask).second) stack.push_back(s);
   if (stack.empty()) return {};
   const std::unordered_set<TaskId> target(targets.begin(), targets.end());
   const auto& g = structure().adjacency;
@@ -93,7 +91,7 @@ std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, cons
     }
     for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
       const auto w = static_cast<TaskId>(boost::target(e, g));
-      if (rank[w] <= limit && parent.emplace(w, v).second) stack.push_back(w);
+      if (order[w] <= limit && parent.emplace(w, v).second) stack.push_back(w);
     }
   }
   return {};
@@ -110,8 +108,8 @@ void Graph::connect(TaskId from, TaskId to, Edge edge) {
   check_live(to, "connect");
   if (from == to) throw Error(fmt::format("connect: {} cannot depend on itself", describe(*this, from)));
   ensure_ranks();
-  const std::vector<double>& rank = storage_->ranks.rank;
-  const bool ordered = rank[from] < rank[to];
+  const std::vector<double>& order = storage_->ranks.rank;  // topological rank per task
+  const bool ordered = order[from] < order[to];
   if (!ordered) {
     const auto path = path_between({to}, {from});
     if (!path.empty()) refuse_cycle("connect", path, describe(*this, to));

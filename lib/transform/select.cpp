@@ -10,6 +10,7 @@
 
 #include "daydream/error.hpp"
 #include "daydream/transform.hpp"
+#include "transform/pattern.hpp"
 
 namespace daydream {
 
@@ -35,25 +36,26 @@ template <class T> bool allowed(const std::vector<T>& set, const T& value) {
   return set.empty() || std::find(set.begin(), set.end(), value) != set.end();
 }
 
-// ECMAScript syntax; a leading "(?i)" (as in Python's re) makes the pattern case-insensitive.
 std::vector<std::regex> compile(const std::vector<std::string>& patterns, std::string_view what) {
   std::vector<std::regex> out;
-  for (const auto& p : patterns) {
-    const bool ignore_case = p.rfind("(?i)", 0) == 0;
-    auto flags = std::regex::ECMAScript | std::regex::optimize;
-    if (ignore_case) flags |= std::regex::icase;
-    try {
-      out.emplace_back(ignore_case ? p.substr(4) : p, flags);
-    } catch (const std::regex_error& e) {
-      throw Error(fmt::format("invalid {} pattern '{}': {}", what, p, e.what()));
-    }
-  }
+  for (const auto& p : patterns) out.push_back(compile_pattern(p, what));
   return out;
 }
 
 }  // namespace
 
-void check_pattern(const std::string& pattern, std::string_view what) { compile({pattern}, what); }
+std::regex compile_pattern(const std::string& pattern, std::string_view what) {
+  const bool ignore_case = pattern.rfind("(?i)", 0) == 0;
+  auto flags = std::regex::ECMAScript | std::regex::optimize;
+  if (ignore_case) flags |= std::regex::icase;
+  try {
+    return std::regex(ignore_case ? pattern.substr(4) : pattern, flags);
+  } catch (const std::regex_error& e) {
+    throw Error(fmt::format("invalid {} pattern '{}': {}", what, pattern, e.what()));
+  }
+}
+
+void check_pattern(const std::string& pattern, std::string_view what) { compile_pattern(pattern, what); }
 
 namespace {
 

@@ -5,20 +5,14 @@
 #include <unordered_map>
 
 #include "daydream/transform.hpp"
+#include "transform/pattern.hpp"
 
 namespace daydream {
 namespace {
 
-bool is_sequential(EdgeType type) { return type == EdgeType::cpu_sequential || type == EdgeType::gpu_sequential; }
-
 // An edge of `type` to `neighbor` that counts: a sequential one only on `task`'s own unit.
 bool joins(const Graph& graph, TaskId task, TaskId neighbor, const Edge& edge, EdgeType type) {
-  if (edge.type != type) return false;
-  return !is_sequential(type) || graph.task(neighbor).unit == graph.task(task).unit;
-}
-
-bool on_chain(const Graph& graph, TaskId task, TaskId neighbor, const Edge& edge) {
-  return is_sequential(edge.type) && graph.task(neighbor).unit == graph.task(task).unit;
+  return edge.type == type && (!is_sequential(type) || is_chain_edge(graph, task, neighbor, type));
 }
 
 // The first successor (out) or predecessor of `task`, in edge order, whose edge passes `joined`.
@@ -34,14 +28,6 @@ TaskId first_neighbor(const Graph& graph, TaskId task, bool out, Joined joined) 
   return found;
 }
 
-std::regex compile_range_pattern(const std::string& pattern) {
-  check_pattern(pattern, "range");
-  const bool ignore_case = pattern.rfind("(?i)", 0) == 0;
-  auto flags = std::regex::ECMAScript;
-  if (ignore_case) flags |= std::regex::icase;
-  return std::regex(ignore_case ? pattern.substr(4) : pattern, flags);
-}
-
 }  // namespace
 
 TaskId successor(const Graph& graph, TaskId task, EdgeType type) {
@@ -52,12 +38,16 @@ TaskId predecessor(const Graph& graph, TaskId task, EdgeType type) {
   return first_neighbor(graph, task, false, [&](TaskId p, const Edge& e) { return joins(graph, task, p, e, type); });
 }
 
+bool is_chain_edge(const Graph& graph, TaskId a, TaskId b, EdgeType type) {
+  return is_sequential(type) && graph.task(a).unit == graph.task(b).unit;
+}
+
 TaskId chain_next(const Graph& graph, TaskId task) {
-  return first_neighbor(graph, task, true, [&](TaskId s, const Edge& e) { return on_chain(graph, task, s, e); });
+  return first_neighbor(graph, task, true, [&](TaskId s, const Edge& e) { return is_chain_edge(graph, task, s, e.type); });
 }
 
 TaskId chain_prev(const Graph& graph, TaskId task) {
-  return first_neighbor(graph, task, false, [&](TaskId p, const Edge& e) { return on_chain(graph, task, p, e); });
+  return first_neighbor(graph, task, false, [&](TaskId p, const Edge& e) { return is_chain_edge(graph, p, task, e.type); });
 }
 
 std::vector<TaskId> launched_by(const Graph& graph, TaskId call) {
@@ -89,7 +79,7 @@ std::vector<std::vector<TaskId>> tasks_by_unit(const Graph& graph) {
 }
 
 std::vector<RangeWindow> range_windows(const Graph& graph, const std::string& pattern) {
-  const std::regex regex = compile_range_pattern(pattern);
+  const std::regex regex = compile_pattern(pattern, "range");
   std::unordered_map<std::uint32_t, bool> matches;  // per interned name: one regex search each
   std::vector<RangeWindow> windows;
   for (const CpuRange& r : graph.ranges()) {  // sorted by unit, then start
