@@ -12,6 +12,8 @@ waits for the graph `in_flight` launches earlier. docs/scenarios/cuda_graphs.md.
 
 import bisect
 
+from twin_support import UnitTasks
+
 NAME = "cuda_graphs"
 CASES = {"in_flight=3,launch=5us": {"in_flight": 3, "launch": 5000.0}}
 
@@ -27,15 +29,11 @@ def _left_out(graph, t):
     return any(g.kind == "memcpy" and not any(d in g.name for d in device) for g in launched)
 
 
-def _starting_in(tasks, starts, start, end):
-    return tasks[bisect.bisect_left(starts, start):bisect.bisect_left(starts, end)]
-
-
-def _pieces(graph, thread, start, end, by_unit, starts):
+def _pieces(graph, thread, start, end, units):
     """The region's stretches on its thread, cut at each task left out; other operator threads'
     captured tasks join the piece running when they start (the first one before it)."""
     pieces, open_ = [], False
-    for t in _starting_in(by_unit[thread], starts[thread], start, end):
+    for t in units.starting_in(thread, start, end):
         if t.removed:
             continue
         if _left_out(graph, t):
@@ -46,11 +44,11 @@ def _pieces(graph, thread, start, end, by_unit, starts):
         open_ = True
         pieces[-1]["cpu"].append(t)
     piece_starts = [p["start"] for p in pieces]
-    for unit, tasks in by_unit.items():
+    for unit in units.by_unit:
         info = graph.unit_info(unit)
         if not pieces or unit == thread or info["kind"] != "cpu_thread" or info["background"]:
             continue
-        for t in _starting_in(tasks, starts[unit], start, end):
+        for t in units.starting_in(unit, start, end):
             if not t.removed and not _left_out(graph, t):
                 pieces[max(0, bisect.bisect_right(piece_starts, t.recorded_start_ns) - 1)]["cpu"].append(t)
     return pieces
@@ -106,12 +104,11 @@ def apply(graph, region: str = "ProfilerStep#", launch: float = 10000.0, in_flig
     windows = graph.range_windows(region)
     if not windows:
         raise ValueError(f"no CPU range of the trace matches region '{region}'")
-    by_unit = graph.tasks_by_unit()
-    starts = {unit: [t.recorded_start_ns for t in tasks] for unit, tasks in by_unit.items()}
+    units = UnitTasks(graph)
     streams = {u for u in range(len(graph.units)) if graph.unit_info(u)["kind"] == "gpu_stream"}
     graphs = []
     for thread, start, end in windows:
-        for piece in _pieces(graph, thread, start, end, by_unit, starts):
+        for piece in _pieces(graph, thread, start, end, units):
             captured = _capture(graph, piece, launch, streams)
             if captured:
                 graphs.append(captured)

@@ -7,7 +7,7 @@ bandwidth for each one whose size the trace records. docs/scenarios/faster_netwo
     faster_network.apply(graph, bandwidth=12.5e9)  # 100 Gbps
 """
 
-from cround import llround
+from twin_support import llround
 
 NAME = "faster_network"
 # Other parameters the twin test checks: spec arguments -> apply() keywords.

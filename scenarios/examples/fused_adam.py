@@ -13,27 +13,20 @@ CPU segment) and one launch call (the trace's median). docs/scenarios/fused_adam
     print(graph.simulate().iteration_times_ms)
 """
 
-import bisect
 import statistics
-from cround import llround
+
+from twin_support import UnitTasks, llround
 
 NAME = "fused_adam"
 # Other parameters the twin test checks: spec arguments -> apply() keywords.
 CASES = {"kernels=4,factor=0.5": {"kernels": 4, "factor": 0.5}}
 
 
-
-def _tasks_in(unit_tasks, start_ns, end_ns):
-    """The tasks of one unit (recorded order) starting in [start_ns, end_ns)."""
-    starts = [t.recorded_start_ns for t in unit_tasks]
-    return unit_tasks[bisect.bisect_left(starts, start_ns):bisect.bisect_left(starts, end_ns)]
-
-
-def _collect_step(graph, thread_tasks, start_ns, end_ns):
+def _collect_step(graph, step_tasks):
     """The step's CPU tasks that launch only kernels/memsets (or nothing, without blocking), and
     those kernels per stream id, in recorded order."""
     cpu, kernels = [], {}
-    for task in _tasks_in(thread_tasks, start_ns, end_ns):
+    for task in step_tasks:
         launched = graph.launched_by(task)
         if any(g.kind not in ("kernel", "memset") for g in launched) or (not launched and task.blocking):
             continue  # blocking calls, copies and collectives stay
@@ -87,8 +80,8 @@ def apply(graph, factor: float = 1.0, kernels: int = 1, step: str = r"Optimizer\
     if not windows:
         raise ValueError(f"the trace has no optimizer step (no CPU range matches '{step}')")
     launch_ns = graph.median_launch_call_ns()
-    by_unit = graph.tasks_by_unit()
-    steps = [_collect_step(graph, by_unit[thread], start, end) for thread, start, end in windows]  # before changes
+    units = UnitTasks(graph)
+    steps = [_collect_step(graph, units.starting_in(*window)) for window in windows]  # all read before any change
     steps = [(cpu, found) for cpu, found in steps if found]
     if not steps:
         raise ValueError(f"none of the trace's {len(windows)} optimizer steps launched a kernel")

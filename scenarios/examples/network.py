@@ -12,19 +12,28 @@ import math
 import statistics
 
 import daydream
-from cround import llround
+from twin_support import llround
 
 NAME = "network"
 CASES = {"bandwidth=100Gbps": {"bandwidth": 12.5e9}, "latency=100us": {"latency": 100e3}}
 
 
+def job_collectives(graph):
+    """The matched collectives of a job graph; ValueError for anything else."""
+    try:
+        collectives = graph.job_collectives()
+    except daydream.Error:
+        collectives = []  # the graph of one trace
+    if not collectives:
+        raise ValueError("needs a multi-rank job graph with matched collectives")
+    return collectives
+
+
 def job_link(graph, latency, bandwidth):
     """(fitted link or None, wanted link) as (latency_ns, ns_per_byte); the fit is to each sized
     collective's median transfer over its traffic."""
-    collectives = graph.job_collectives() if graph.replay().get("job") else []
-    if not collectives:
-        raise ValueError("needs a multi-rank job graph with matched collectives")
-    ranks = len(graph.job_ranks())
+    collectives = job_collectives(graph)
+    ranks = len(graph.job_layout()["ranks"])
     samples = [(daydream.collective_traffic_bytes(c["name"], len(c["ranks"]), float(c["bytes"])),
                 statistics.median_high([t.duration_ns for t in c["transfers"]])) for c in collectives if c["bytes"] is not None]
     fit = daydream.fit_link(samples)

@@ -9,7 +9,7 @@ docs/scenarios/pinned_memory.md.
     pinned_memory.apply(graph)
 """
 
-from cround import llround
+from twin_support import llround
 
 NAME = "pinned_memory"
 # Other parameters the twin test checks: spec arguments -> apply() keywords.

@@ -8,7 +8,8 @@ replay, the rank the others waited for longest. docs/scenarios/rank_speed.md.
     rank_speed.apply(job)
 """
 
-from cround import llround
+from network import job_collectives
+from twin_support import llround
 
 NAME = "rank_speed"
 CASES = {"rank=1,factor=4": {"rank": 1, "factor": 4.0}}
@@ -16,14 +17,12 @@ COMPUTE = {"kind": ["cpu", "runtime", "kernel", "memcpy", "memset"], "unit_kind"
 
 
 def apply(graph, rank="auto", factor: float = 2.0) -> None:
-    report = graph.replay()
-    if "job" not in report or not report["job"]["collectives"]:
-        raise ValueError("needs a multi-rank job graph with matched collectives")
-    if rank == "auto":
-        rank = report["job"]["straggler"]
+    job_collectives(graph)  # a job graph, or ValueError
+    if rank == "auto":  # the baseline replay's straggler: the only simulation this needs
+        rank = graph.replay()["job"]["straggler"]
         if rank is None:
             raise ValueError("no rank held the others back; give 'rank'")
-    if rank not in {r["rank"] for r in report["ranks"]}:
+    if rank not in graph.job_layout()["ranks"]:
         raise ValueError(f"rank {rank} is not in the job")
     for task in graph.select(rank=rank, **COMPUTE):
         task.duration_ns = llround(task.duration_ns / factor)  # as the built-in rounds: d / factor

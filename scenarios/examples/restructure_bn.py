@@ -12,6 +12,8 @@ bn_factor. docs/scenarios/restructure_bn.md.
 
 import bisect
 
+from twin_support import UnitTasks
+
 NAME = "restructure_bn"
 CASES = {"bn_factor=0.5": {"bn_factor": 0.5}}
 BATCH_NORM = "(?i)bn_fw|bn_bw|batch_?norm"
@@ -46,8 +48,7 @@ def _cpu_work(graph, removed):
     for unit, start, end in graph.range_windows(FUSED_OPERATORS):
         windows.setdefault(unit, []).append((start, end))
     only_removed = lambda t: all(g.id in removed for g in graph.launched_by(t))  # noqa: E731
-    by_unit = graph.tasks_by_unit()
-    starts = {unit: [t.recorded_start_ns for t in tasks] for unit, tasks in by_unit.items()}
+    units = UnitTasks(graph)
     taken, blocks = set(), []
     for k in sorted(removed):
         call = graph.predecessor(k, "launch")
@@ -56,10 +57,8 @@ def _cpu_work(graph, removed):
         around = windows.get(call.unit, [])
         i = bisect.bisect_right(around, (call.recorded_start_ns, float("inf"))) - 1
         start, end = around[i] if i >= 0 else (0, 0)
-        block = []
-        if start <= call.recorded_start_ns < end:  # the operator's tasks on its thread
-            first, last = (bisect.bisect_left(starts[call.unit], time) for time in (start, end))
-            block = by_unit[call.unit][first:last]
+        inside = start <= call.recorded_start_ns < end
+        block = units.starting_in(call.unit, start, end) if inside else []  # the operator's tasks on its thread
         if not block or any(t.id in taken or t.blocking or not only_removed(t) for t in block):
             block = [call]
         taken.update(t.id for t in block)

@@ -17,7 +17,7 @@ CASES = {"ranks=64,inter=10Gbps": {"ranks": 64, "inter": 1.25e9}}
 def apply(graph, ranks: int = 16, gpus_per_machine="auto", inter: float = 12.5e9, bandwidth="auto",
           latency="auto") -> None:
     _, traced, fitted, wanted = job_link(graph, latency, bandwidth)
-    world_size = graph.replay()["job"]["world_size"]
+    world_size = graph.job_layout()["world_size"]
     per_machine = world_size if gpus_per_machine == "auto" else gpus_per_machine
     if ranks > per_machine:
         wanted = (wanted[0], max(wanted[1], 1e9 / inter))

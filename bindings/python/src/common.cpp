@@ -44,6 +44,12 @@ Phase parse_phase(const std::string& text) {
   return parse_enum<Phase>(text, names_of<Phase>(kPhaseCount), "phase");  // enum order: unknown, forward, ...
 }
 
+py::object task_or_none(const GraphPtr& box, TaskId id) {
+  return id == kNoTask ? py::object(py::none()) : py::cast(TaskRef{box, id});
+}
+
+py::object int_or_none(std::int64_t value) { return value == kNone ? py::object(py::none()) : py::int_(value); }
+
 TaskId task_id_in(const GraphBox& box, py::handle handle) {
   if (py::isinstance<TaskRef>(handle)) {
     const auto& ref = handle.cast<const TaskRef&>();

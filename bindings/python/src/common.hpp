@@ -97,6 +97,10 @@ TaskId task_id_in(const GraphBox& box, py::handle handle);
 std::vector<TaskId> task_ids_in(const GraphBox& box, py::handle handle);
 /// A unit named or numbered by `handle`; ValueError when there is none.
 UnitId unit_id_in(const GraphBox& box, py::handle handle);
+/// The Task `id` of `box`'s graph, or None for kNoTask.
+py::object task_or_none(const GraphPtr& box, TaskId id);
+/// `value` as an int, or None for kNone (a size, an event index, a rank the trace does not give).
+py::object int_or_none(std::int64_t value);
 /// `value` as a non-negative integer number of ns; ValueError (naming `what`) otherwise.
 TimeNs non_negative_ns(py::handle value, const char* what);
 

@@ -16,10 +16,6 @@ namespace {
 
 using GraphClass = py::class_<GraphBox, GraphPtr>;
 
-py::object task_or_none(const GraphPtr& box, TaskId id) {
-  return id == kNoTask ? py::object(py::none()) : py::cast(TaskRef{box, id});
-}
-
 std::vector<TaskRef> task_refs(const GraphPtr& box, const std::vector<TaskId>& ids) {
   std::vector<TaskRef> out;
   out.reserve(ids.size());
@@ -168,7 +164,7 @@ void init_walks(GraphClass& graph) {
              const Unit& u = g->graph.units()[unit_id_in(*g, unit)];
              return py::dict(py::arg("name") = u.name, py::arg("kind") = std::string(to_string(u.kind)),
                              py::arg("background") = u.background,
-                             py::arg("rank") = u.rank == kNone ? py::object(py::none()) : py::object(py::int_(u.rank)));
+                             py::arg("rank") = int_or_none(u.rank));
            }, py::arg("unit"), "{name, kind, background, rank} of a unit (name or id).")
       .def("chain_spot", &chain_spot_py, py::arg("first"), py::arg("block"),
            "Where a block sits on the chain of its first task's unit: {prev, delay_in_ns, next, delay_out_ns, "
@@ -229,7 +225,7 @@ py::list job_collectives(const GraphPtr& box) {
   py::list out;
   for (const MatchedCollective& c : job_of(*box).collectives)
     out.append(py::dict(py::arg("name") = c.name, py::arg("sequence") = c.sequence,
-                        py::arg("bytes") = c.bytes == kNone ? py::object(py::none()) : py::object(py::int_(c.bytes)),
+                        py::arg("bytes") = int_or_none(c.bytes),
                         py::arg("ranks") = c.ranks, py::arg("transfers") = task_refs(box, c.transfers)));
   return out;
 }
@@ -243,11 +239,14 @@ py::object fit_link_py(const std::vector<std::pair<double, TimeNs>>& samples) {
 }
 
 void init_jobs(GraphClass& graph, py::module_& m) {
-  graph.def("job_ranks", [](const GraphPtr& g) {
+  graph.def("job_layout", [](const GraphPtr& g) {
+             const JobLayout& job = job_of(*g);
              std::vector<std::int64_t> ranks;
-             for (const RankInfo& r : job_of(*g).ranks) ranks.push_back(r.rank);
-             return ranks;
-           }, "The ranks of a job graph, in order; daydream.Error for the graph of one trace.")
+             for (const RankInfo& r : job.ranks) ranks.push_back(r.rank);
+             return py::dict(py::arg("world_size") = int_or_none(job.world_size), py::arg("ranks") = ranks,
+                             py::arg("missing_ranks") = job.missing_ranks);
+           }, "{world_size, ranks (in order), missing_ranks} of a job graph; daydream.Error for the graph of one "
+              "trace.")
       .def("job_collectives", &job_collectives,
            "The collectives matched across a job graph's ranks: [{name, sequence, bytes (None: not recorded), "
            "ranks, transfers: [Task per participant]}].")
@@ -290,14 +289,8 @@ void init_primitives(py::module_& m) {
            }, py::arg("name"), "Renames the task.")
       .def_property_readonly("unit_id", [](const TaskRef& r) { return r.task().unit; },
                              "Id of the task's unit (an index into Graph.units).")
-      .def_property_readonly("bytes", [](const TaskRef& r) -> py::object {
-             const std::int64_t bytes = r.task().bytes;
-             return bytes == kNone ? py::object(py::none()) : py::object(py::int_(bytes));
-           }, "Bytes a copy, memset or collective moved, or None when the trace does not say.")
-      .def_property_readonly("op_event", [](const TaskRef& r) -> py::object {
-             const std::int64_t op = r.task().op_event;
-             return op == kNone ? py::object(py::none()) : py::object(py::int_(op));
-           }, "The operator instance around the task (or its launch call), as the trace's event index; None.");
+      .def_property_readonly("bytes", [](const TaskRef& r) { return int_or_none(r.task().bytes); }, "Bytes a copy, memset or collective moved, or None when the trace does not say.")
+      .def_property_readonly("op_event", [](const TaskRef& r) { return int_or_none(r.task().op_event); }, "The operator instance around the task (or its launch call), as the trace's event index; None.");
 }
 
 }  // namespace daydream::python
