@@ -3,8 +3,9 @@
 /// @brief Facts read off a graph that models of data-parallel training, optimizer changes and
 /// data loading need: the collectives the trace records, what each CPU thread launched, the
 /// backward passes and where each gradient becomes ready, a traced DDP run's buckets and the
-/// copies around them, DDP's bucketing rule, the batches a DataLoader handed over and what their
-/// waits say about a worker's load time. Read-only: nothing here changes a graph.
+/// copies around them, DDP's bucketing rule, the batches a DataLoader handed over, what their
+/// waits say about a worker's load time and which other threads idled across those waits.
+/// Read-only: nothing here changes a graph.
 /// docs/scenarios/ddp.md, docs/scenarios/dataloader_workers.md.
 ///
 /// @code
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "daydream/graph.hpp"
+#include "daydream/transform.hpp"
 
 namespace daydream {
 
@@ -157,6 +159,9 @@ inline constexpr std::string_view kLoaderRange = "enumerate(DataLoader)";
 struct BatchLoad {
   CpuRange range;
   std::vector<TaskId> tasks;  // CPU tasks inside the range, in recorded order
+  /// A `_MultiProcessingDataLoaderIter`'s range: a worker process loaded the batch, the range is
+  /// the main thread waiting for it and taking it (else the main thread loaded it in the range).
+  bool in_workers = false;
 };
 
 /// The outermost DataLoader ranges of the trace with their CPU tasks, in time order. Reads the
@@ -181,6 +186,9 @@ std::vector<BatchTake> takes_in_ranges(const std::vector<BatchLoad>& loads);
 /// One take per iteration, for loops that open their step range after fetching the batch: the
 /// wait is the delay of the edge into the iteration's first task, whatever its type.
 std::vector<BatchTake> takes_before_steps(const Graph& graph);
+/// Where the main thread took each batch: in the DataLoader ranges (takes_in_ranges), or before
+/// each step when the trace has none (takes_before_steps).
+std::vector<BatchTake> batch_takes(const Graph& graph, const std::vector<BatchLoad>& loads);
 
 /// Per-batch load times inferred from a run recorded with `recorded` > 0 workers.
 struct LoadEstimate {
@@ -215,5 +223,27 @@ LoadEstimate estimate_loads(const std::vector<BatchTake>& takes, std::size_t rec
 /// with its first batch when the main thread took it.
 std::vector<TimeNs> recorded_first_starts(const std::vector<BatchTake>& takes, const LoadEstimate& estimate,
                                           std::size_t recorded, TimeNs fetch_ns);
+
+/// The main thread's waits for the batches it waited for (LoadEstimate::waited_for), as windows
+/// [taken - gap, taken) of the thread of the first take, in batch order (by end, as batches are
+/// taken one after another).
+std::vector<RangeWindow> wait_windows(const Graph& graph, const std::vector<BatchTake>& takes,
+                                      const std::vector<bool>& waited_for);
+
+/// A CPU thread held idle across a whole window of another thread by a fixed delay, where the
+/// trace shows no hand-off (an NVTX-only trace's autograd thread, whose backward launches follow
+/// the main thread's backward() call, across a wait for data).
+struct IdleAcross {
+  TaskId from = kNoTask, to = kNoTask;  ///< the idle edge: finish-to-start, both on the idle thread
+  /// The windows' thread's task that last started (recorded) before `to`: the thread resumed
+  /// after it, as docs/graph.md's idle-gap rule infers between operator threads.
+  TaskId waker = kNoTask;
+  TimeNs lag_ns = 0;  ///< recorded time from the waker's end to `to`'s start, >= 0
+};
+
+/// The edges into tasks of CPU threads other than the windows' thread whose source ended before a
+/// window began and whose delay spans it (the window that last ended before the target's recorded
+/// start), in edges() order. `windows`: stretches of one thread's time, by end (wait_windows).
+std::vector<IdleAcross> idle_across(const Graph& graph, const std::vector<RangeWindow>& windows);
 
 }  // namespace daydream

@@ -14,7 +14,7 @@ std::vector<BatchLoad> batch_loads(Graph& graph) {
   for (const CpuRange& r : graph.ranges()) {  // sorted by unit, then start, outer first
     if (!text::starts_with(graph.string(r.name), kLoaderRange)) continue;
     if (!loads.empty() && loads.back().range.unit == r.unit && r.start_ns < loads.back().range.end_ns) continue;
-    loads.push_back({r, {}});
+    loads.push_back({r, {}, text::contains(graph.string(r.name), "MultiProcessing")});
   }
   auto inside = graph.select(TaskFilter().unit_kind(UnitKind::cpu_thread).within("^enumerate\\(DataLoader\\)"));
   for (TaskId t : inside) {
@@ -61,6 +61,10 @@ std::vector<BatchTake> takes_before_steps(const Graph& graph) {
   for (const Iteration& it : graph.iterations())
     if (it.first_task != kNoTask) takes.push_back(take_before(graph, it.first_task));
   return takes;
+}
+
+std::vector<BatchTake> batch_takes(const Graph& graph, const std::vector<BatchLoad>& loads) {
+  return loads.empty() ? takes_before_steps(graph) : takes_in_ranges(loads);
 }
 
 namespace {
@@ -175,6 +179,54 @@ std::vector<TimeNs> recorded_first_starts(const std::vector<BatchTake>& takes, c
   for (std::size_t j = 0; j < recorded && j < takes.size(); ++j)
     starts.push_back(first_start(takes, estimate, recorded, j, fetch_ns));
   return starts;
+}
+
+std::vector<RangeWindow> wait_windows(const Graph& graph, const std::vector<BatchTake>& takes,
+                                      const std::vector<bool>& waited_for) {
+  std::vector<RangeWindow> windows;
+  for (std::size_t b = 0; b < takes.size(); ++b)
+    if (waited_for[b])
+      windows.push_back({graph.task(takes.front().task).unit, takes[b].taken_ns - takes[b].gap_ns, takes[b].taken_ns});
+  return windows;
+}
+
+namespace {
+
+/// The window that last ended at or before `time_ns`, or nullptr.
+const RangeWindow* window_before(const std::vector<RangeWindow>& windows, TimeNs time_ns) {
+  const auto w = std::upper_bound(windows.begin(), windows.end(), time_ns,
+                                  [](TimeNs t, const RangeWindow& window) { return t < window.end_ns; });
+  return w == windows.begin() ? nullptr : &*std::prev(w);
+}
+
+/// Does the edge (on one thread) hold its thread idle from before a window starts to after it ends?
+bool idle_across_window(const Graph& graph, const Graph::EdgeRecord& e, const std::vector<RangeWindow>& windows) {
+  const Task &from = graph.task(e.from), &to = graph.task(e.to);
+  const RangeWindow* window = window_before(windows, to.recorded_start_ns);
+  return window && from.recorded_start_ns + from.duration_ns <= window->start_ns &&
+         e.edge.delay_ns >= window->end_ns - window->start_ns;
+}
+
+}  // namespace
+
+std::vector<IdleAcross> idle_across(const Graph& graph, const std::vector<RangeWindow>& windows) {
+  if (windows.empty()) return {};
+  const UnitId thread = windows.front().unit;
+  const std::vector<TaskId> thread_tasks = tasks_by_unit(graph)[thread];
+  std::vector<IdleAcross> out;
+  for (const auto& e : graph.edges()) {
+    const Task& to = graph.task(e.to);
+    if (to.unit == thread || graph.task(e.from).unit != to.unit || e.edge.timing != Timing::finish_to_start) continue;
+    if (graph.units()[to.unit].kind != UnitKind::cpu_thread || !idle_across_window(graph, e, windows)) continue;
+    const auto w = std::upper_bound(thread_tasks.begin(), thread_tasks.end(), to.recorded_start_ns,
+                                    [&](TimeNs t, TaskId m) { return t < graph.task(m).recorded_start_ns; });
+    if (w == thread_tasks.begin()) continue;  // no task of the thread before `to` (windows not of the thread)
+    const TaskId waker = *std::prev(w);
+    const Task& before = graph.task(waker);
+    out.push_back({e.from, e.to, waker,
+                   std::max<TimeNs>(0, to.recorded_start_ns - before.recorded_start_ns - before.duration_ns)});
+  }
+  return out;
 }
 
 }  // namespace daydream

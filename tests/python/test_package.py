@@ -10,7 +10,8 @@ def test_exports():
     assert set(daydream.__all__) == {
         "EDGE_TYPES", "PHASES", "TASK_KINDS", "UNIT_KINDS", "Error", "Graph", "Result", "Task",
         "TaskSet", "__version__", "load", "Prediction", "scenarios", "describe", "predict",
-        "apply_scenario", "sweep", "validate", "write_timeline", "fit_link", "collective_traffic_bytes"}
+        "apply_scenario", "sweep", "validate", "write_timeline", "fit_link", "collective_traffic_bytes",
+        "estimate_loads", "recorded_first_starts"}
     # sweep and validate are written in Python (daydream/_sweep.py, daydream/_validate.py)
     for name in set(daydream.__all__) - {"sweep", "validate"}:
         assert getattr(daydream, name) is getattr(_core, name)

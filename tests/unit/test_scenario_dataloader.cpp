@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "daydream/analyze.hpp"
 #include "daydream/predict.hpp"
 #include "graph_helpers.hpp"
 #include "shared_traces.hpp"
@@ -124,13 +125,16 @@ TEST_CASE("dataloader_workers: ResNet-50 workers=4 predicted from workers=0 with
 // at 90, 6 and 7 at 120. Step 0 starts at 30.1, step 1 right after it (40.2), step 2 waits for
 // batch 2 (60.1), step 3 follows (70.2), and so on: steps alternate 10.1 ms and 19.9 ms start to
 // start.
-std::string two_workers_data_bound() {
+// With `other_thread`, thread 2 works from 1 to 4 ms into each step, with no event between: across
+// a wait it resumes more than 2 ms after the main thread's last task, so the graph infers no hand-off.
+std::string two_workers_data_bound(bool other_thread = false) {
   KinetoJson trace;
   trace.cpu_op("setup", 0, 1'000);
   const double starts_ms[] = {30.1, 40.2, 60.1, 70.2, 90.1, 100.2, 120.1, 130.2};
   for (int step = 0; step < 8; ++step) {
     const double t0 = starts_ms[step] * 1000;
     trace.annotation("step " + std::to_string(step), t0, 10'000).cpu_op("aten::conv2d", t0, 10'000);
+    if (other_thread) trace.cpu_op("autograd::engine::evaluate_function", t0 + 1'000, 3'000, 2);
   }
   return trace.str();
 }
@@ -186,6 +190,26 @@ TEST_CASE("dataloader_workers: recorded workers refusals", "[scenario][dataloade
   Graph single = graph_of(three_loading_steps());
   CHECK_THROWS_WITH(apply_scenario(single, parse_scenario_spec("dataloader_workers:recorded=2")),
                     Catch::Contains("recorded must be 0"));
+}
+
+TEST_CASE("dataloader_workers: another thread idle across a wait for data follows the main thread",
+          "[scenario][dataloader]") {
+  Graph g = graph_of(two_workers_data_bound(true));
+  const auto takes = batch_takes(g, batch_loads(g));
+  const auto windows = wait_windows(g, takes, estimate_loads(takes, 2).waited_for);
+  REQUIRE(windows.size() == 4);  // the waits for batches 0, 2, 4 and 6: 29.1 and 9.9 ms
+  CHECK(windows[1].start_ns == 50'200 * us);
+  CHECK(windows[1].end_ns == 60'100 * us);
+  // Thread 2 idles across the waits before steps 2, 4 and 6 (before step 0 it had not started).
+  const auto idle = idle_across(g, windows);
+  REQUIRE(idle.size() == 3);
+  CHECK(idle[0].to == task_named(g, "autograd::engine::evaluate_function", 2));
+  CHECK(idle[0].waker == task_named(g, "aten::conv2d", 2));  // step 2's: it started 1 ms before
+  CHECK(idle[0].lag_ns == 0);                                   // and ended after the thread resumed
+  const auto outcome = apply_scenario(g, parse_scenario_spec("dataloader_workers:workers=4,recorded=2"));
+  CHECK(outcome.notes.back() == "3 resumptions of other threads idle across a wait now follow the main thread");
+  CHECK(edge_between(g, idle[0].from, idle[0].to)->delay_ns == 0);
+  CHECK(edge_between(g, idle[0].waker, idle[0].to)->type == EdgeType::cross_thread);
 }
 
 /// Mean of the start-to-start iterations (all but the last, which is measured as its range).

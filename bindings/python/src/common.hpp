@@ -135,6 +135,7 @@ class TaskColumns {
 void init_graph(py::module_& m);
 void init_transform(py::module_& m);
 void init_primitives(py::module_& m);
+void init_analyze_dataloader(py::module_& m);
 void init_simulate(py::module_& m);
 void init_load(py::module_& m);
 

@@ -52,6 +52,7 @@ PYBIND11_MODULE(_core, m) {
   init_graph(m);
   init_transform(m);
   init_primitives(m);
+  init_analyze_dataloader(m);
   init_simulate(m);
   init_load(m);
   init_predict(m);

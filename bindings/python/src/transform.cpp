@@ -255,7 +255,20 @@ void init_transform(py::module_& m) {
              g->graph.remove(id);
            }, py::arg("task"),
            "Removes a task (Task or id): each predecessor -> successor pair is bridged, as if the task took no "
-           "time. daydream.Error when it is already removed.");
+           "time. daydream.Error when it is already removed.")
+      .def("add_unit", [](const GraphPtr& g, const std::string& name, const std::string& kind, py::object thread) {
+             Unit unit{parse_unit_kind(kind), name, kNone, thread.is_none() ? kNone : thread.cast<std::int64_t>(), false};
+             WriteLock lock(*g);
+             return g->graph.add_unit(std::move(unit));
+           }, py::arg("name"), py::arg("kind") = "cpu_thread", py::arg("thread") = py::none(),
+           "Adds an execution unit (daydream.UNIT_KINDS) without tasks and returns its id; thread: its tid or "
+           "stream id, or None.")
+      .def("set_release", [](const GraphPtr& g, py::object task, TimeNs release_ns) {
+             const TaskId id = task_id_in(*g, task);
+             WriteLock lock(*g);
+             g->graph.set_release(id, release_ns);
+           }, py::arg("task"), py::arg("release_ns"),
+           "Sets when a task without predecessors may start (ns from the origin; Task.release_ns).");
 }
 
 }  // namespace daydream::python
