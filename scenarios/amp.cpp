@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "builtin.hpp"
-#include "common/text.hpp"
 #include "daydream/analyze.hpp"
 #include "daydream/transform.hpp"
 
@@ -32,59 +31,18 @@ constexpr const char* kTensorCore =
     "[^(]*(gemm|conv|wgrad|dgrad|fprop|cutlass|xmma|scudnn|[sh](884|1688|16816))";
 constexpr const char* kElementwise = "(?i)elementwise";
 
-struct CastCost {
-  TimeNs gpu_ns = 0;             // the cast kernel
-  TimeNs launch_call_ns = 0;     // its launch call on the CPU
-  TimeNs launch_latency_ns = 0;  // call start -> kernel start (calibrated)
-  TimeNs stream_gap_ns = 0;      // cast end -> the tensor-core kernel's start (calibrated)
-};
-
-// The median elementwise kernel after scaling; any non-tensor-core kernel when there is none.
+// A cast's GPU time: the median elementwise kernel after scaling; any non-tensor-core kernel when
+// there is none.
 TimeNs cast_kernel_ns(Graph& graph, const std::string& tensor_core) {
-  auto durations = [&](const TaskSet& set) {
-    std::vector<TimeNs> out;
-    for (TaskId t : set) out.push_back(graph.task(t).duration_ns);
-    return out;
-  };
-  auto elementwise = graph.select(TaskFilter().kind(TaskKind::kernel).name(kElementwise).name_not(tensor_core));
-  if (!elementwise.empty()) return text::median(durations(elementwise), text::EvenCount::upper);
-  return text::median(durations(graph.select(TaskFilter().kind(TaskKind::kernel).name_not(tensor_core))),
-                      text::EvenCount::upper);
+  auto kernels = graph.select(TaskFilter().kind(TaskKind::kernel).name(kElementwise).name_not(tensor_core));
+  if (kernels.empty()) kernels = graph.select(TaskFilter().kind(TaskKind::kernel).name_not(tensor_core));
+  return kernels.median_duration_ns();
 }
 
-// One cast kernel before `kernel` on its stream, launched by a new call before `call` on its
-// thread. Returns false (nothing inserted) when the call is the first task of its thread.
-bool insert_cast(Graph& graph, TaskId kernel, TaskId call, const CastCost& cost) {
-  const TaskId cpu_before = predecessor(graph, call, EdgeType::cpu_sequential);
-  if (cpu_before == kNoTask) return false;
-  const TaskId gpu_before = predecessor(graph, kernel, EdgeType::gpu_sequential);
-  NewTask launch;
-  launch.name = "cudaLaunchKernel (amp cast)";
-  launch.kind = TaskKind::runtime;
-  launch.unit = graph.task(call).unit;
-  launch.duration_ns = cost.launch_call_ns;
-  launch.after = {cpu_before};
-  launch.before = {call};
-  launch.iteration = graph.task(call).iteration;
-  launch.phase = Phase::forward;
-  const TaskId launch_id = graph.insert(launch);
-  NewTask cast;
-  cast.name = "amp cast fp32 -> fp16";
-  cast.kind = TaskKind::kernel;
-  cast.unit = graph.task(kernel).unit;
-  cast.duration_ns = cost.gpu_ns;
-  if (gpu_before != kNoTask) cast.after = {gpu_before};
-  cast.before = {kernel};
-  cast.before_delay_ns = cost.stream_gap_ns;
-  cast.iteration = graph.task(kernel).iteration;
-  cast.phase = Phase::forward;
-  const TaskId cast_id = graph.insert(cast);
-  graph.connect(launch_id, cast_id, {EdgeType::launch, Timing::start_to_start, cost.launch_latency_ns, false});
-  return true;
-}
-
-// One cast per forward operator, before its first tensor-core kernel. Returns the count.
-std::size_t insert_casts(Graph& graph, const std::vector<TaskId>& tensor_core, const CastCost& cost) {
+// One cast per forward operator, before its first tensor-core kernel on its stream, launched by
+// one more call before that kernel's launch call (insert_launched: none when that call starts its
+// thread). Returns the count.
+std::size_t insert_casts(Graph& graph, const std::vector<TaskId>& tensor_core, TimeNs cast_ns, TimeNs launch_call_ns) {
   std::unordered_set<std::int64_t> operators_done;
   std::size_t inserted = 0;
   for (TaskId kernel : tensor_core) {
@@ -92,7 +50,11 @@ std::size_t insert_casts(Graph& graph, const std::vector<TaskId>& tensor_core, c
     if (task.phase != Phase::forward) continue;
     if (task.op_event != kNone && !operators_done.insert(task.op_event).second) continue;
     const TaskId call = predecessor(graph, kernel, EdgeType::launch);
-    if (call != kNoTask && insert_cast(graph, kernel, call, cost)) ++inserted;
+    if (call == kNoTask) continue;
+    auto launch = NewTask::of("cudaLaunchKernel (amp cast)", TaskKind::runtime, launch_call_ns,
+                              graph.task(call).iteration, Phase::forward);
+    auto cast = NewTask::of("amp cast fp32 -> fp16", TaskKind::kernel, cast_ns, task.iteration, Phase::forward);
+    if (insert_launched(graph, std::move(launch), std::move(cast), call, kernel)) ++inserted;
   }
   return inserted;
 }
@@ -125,13 +87,11 @@ ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
     outcome.notes.push_back("no casts inserted: the graph marks no forward phase");
     return outcome;
   }
-  const Calibration& cal = graph.calibration();
-  const CastCost cost{cast_kernel_ns(graph, pattern), launch_call_ns,
-                      cal.launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)], cal.gpu_gap_ns};
-  const std::size_t inserted = insert_casts(graph, tensor_core.ids(), cost);
+  const TimeNs cast_ns = cast_kernel_ns(graph, pattern);
+  const std::size_t inserted = insert_casts(graph, tensor_core.ids(), cast_ns, launch_call_ns);
   outcome.notes.push_back(fmt::format("{} fp16 weight casts inserted (one per forward operator with tensor-core kernels): "
                                       "{} ns on the GPU, {} ns launch call each",
-                                      inserted, cost.gpu_ns, cost.launch_call_ns));
+                                      inserted, cast_ns, launch_call_ns));
   return outcome;
 }
 

@@ -18,116 +18,56 @@
 //    launches earlier has finished (default 1: as with one synchronization per step). Captured
 //    calls that waited for a full launch queue stay as zero-time ordering points, so the CPU never
 //    runs further ahead of the GPU than it did in the trace either.
-// A region range the trace lacks, or a region without GPU work, is an Error.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "builtin.hpp"
 #include "daydream/analyze.hpp"
-#include "daydream/transform.hpp"
 #include "daydream/error.hpp"
+#include "daydream/transform.hpp"
 
 namespace daydream::scenarios {
 namespace {
 
-/// A stretch of the region that becomes one graph: its captured CPU tasks (the region thread's
-/// first, in trace order, then other threads').
-struct Piece {
-  std::vector<TaskId> cpu;
-  TimeNs start_ns = 0;  ///< recorded start of its first task on the region's thread
-};
-
 struct Tally {
-  std::size_t regions = 0, graphs = 0, calls = 0, cpu_segments = 0, cpu_only = 0;
-  std::size_t blocking = 0, host_copies = 0, data_loading = 0, queue_waits = 0;
+  std::size_t regions = 0, graphs = 0, calls = 0, cpu_segments = 0, cpu_only = 0, blocking = 0, host_copies = 0;
+  std::size_t data_loading = 0, queue_waits = 0;
   TimeNs cpu_ns = 0;
 };
 
-bool device_copy(std::string_view name) {
-  return name.find("DtoD") != std::string_view::npos || name.find("Device -> Device") != std::string_view::npos ||
-         name.find("PtoP") != std::string_view::npos;
-}
-
 // Outside the capture: data loading, waits without a launch, launches of host copies (counted).
 bool left_out(const Graph& graph, TaskId t, Tally& tally) {
-  if (graph.task(t).phase == Phase::data_loading) {
-    ++tally.data_loading;
-    return true;
-  }
-  const auto launched = launched_by(graph, t);
-  if (launched.empty() && graph.task(t).blocking) {
-    ++tally.blocking;
-    return true;
-  }
-  const bool host_copy = std::any_of(launched.begin(), launched.end(), [&](TaskId g) {
-    return graph.task(g).kind == TaskKind::memcpy && !device_copy(graph.name(g));
-  });
-  if (host_copy) ++tally.host_copies;
-  return host_copy;
+  if (graph.task(t).phase == Phase::data_loading) return ++tally.data_loading, true;
+  const GpuUse use = gpu_use(graph, t);
+  if (use == GpuUse::wait) return ++tally.blocking, true;
+  if (use == GpuUse::host_copy) return ++tally.host_copies, true;
+  return false;
 }
 
-// The pieces of the region's own thread: cut at every task left out.
-std::vector<Piece> own_pieces(const Graph& graph, const RangeWindow& window, const std::vector<TaskId>& thread_tasks,
-                              Tally& tally) {
-  std::vector<Piece> pieces;
+// The stretches of a region that become one graph each (the model above). RangeTasks skips what an
+// overlapping region on another thread already captured (removed).
+std::vector<std::vector<TaskId>> pieces_of(const Graph& graph, const RangeTasks& regions, const RangeWindow& window,
+                                           Tally& tally) {
+  std::vector<std::vector<TaskId>> pieces;
+  std::vector<TimeNs> starts;  // of each piece on the region's thread
   bool open = false;
-  // tasks_in skips those an overlapping region on another thread already captured (removed).
-  for (TaskId t : tasks_in(graph, thread_tasks, window)) {
-    if (left_out(graph, t, tally)) {
-      open = false;
-      continue;
+  for (TaskId t : regions.tasks(window)) {
+    const bool cut = left_out(graph, t, tally);
+    if (!cut && !open) pieces.emplace_back(), starts.push_back(graph.task(t).recorded_start_ns);
+    if (!cut) pieces.back().push_back(t);
+    open = !cut;
+  }
+  for (UnitId u = 0; u < graph.units().size() && !pieces.empty(); ++u) {
+    if (u == window.unit || graph.units()[u].kind != UnitKind::cpu_thread || graph.units()[u].background) continue;
+    for (TaskId t : regions.tasks(window, u)) {
+      const auto after = std::upper_bound(starts.begin(), starts.end(), graph.task(t).recorded_start_ns);
+      if (!left_out(graph, t, tally)) pieces[std::max<std::ptrdiff_t>(after - starts.begin() - 1, 0)].push_back(t);
     }
-    if (!open) pieces.push_back({{}, graph.task(t).recorded_start_ns});
-    open = true;
-    pieces.back().cpu.push_back(t);
   }
   return pieces;
-}
-
-// The region's pieces; other operator threads' captured tasks join the piece running when they
-// start (the first one when they start before it).
-std::vector<Piece> pieces_of(const Graph& graph, const RangeWindow& window,
-                             const std::vector<std::vector<TaskId>>& by_unit, Tally& tally) {
-  std::vector<Piece> pieces = own_pieces(graph, window, by_unit[window.unit], tally);
-  if (pieces.empty()) return pieces;
-  auto running_at = [&](TimeNs start) -> Piece& {
-    auto next = std::upper_bound(pieces.begin(), pieces.end(), start,
-                                 [](TimeNs s, const Piece& p) { return s < p.start_ns; });
-    return next == pieces.begin() ? *next : *std::prev(next);
-  };
-  for (UnitId u = 0; u < graph.units().size(); ++u) {
-    const Unit& unit = graph.units()[u];
-    if (u == window.unit || unit.kind != UnitKind::cpu_thread || unit.background) continue;
-    for (TaskId t : tasks_in(graph, by_unit[u], window))
-      if (!left_out(graph, t, tally)) running_at(graph.task(t).recorded_start_ns).cpu.push_back(t);
-  }
-  return pieces;
-}
-
-/// The GPU work of a piece: its tasks, and the first and last of each stream (trace order).
-struct GpuWork {
-  std::vector<TaskId> tasks;
-  std::map<UnitId, TaskId> first, last;
-};
-
-GpuWork gpu_work_of(const Graph& graph, const Piece& piece) {
-  GpuWork work;
-  auto start = [&](TaskId t) { return std::pair(graph.task(t).recorded_start_ns, t); };
-  for (TaskId call : piece.cpu)
-    for (TaskId g : launched_by(graph, call)) {
-      work.tasks.push_back(g);
-      const UnitId stream = graph.task(g).unit;
-      auto [first, fresh] = work.first.try_emplace(stream, g);
-      if (!fresh && start(g) < start(first->second)) first->second = g;
-      auto [last, new_stream] = work.last.try_emplace(stream, g);
-      if (!new_stream && start(last->second) < start(g)) last->second = g;
-    }
-  return work;
 }
 
 /// A captured piece: its graph's launch call and the last GPU task of each stream of the graph.
@@ -136,105 +76,29 @@ struct Captured {
   std::vector<TaskId> tails;
 };
 
-// A captured call that waited for a full launch queue (a sync edge from a GPU task, see
-// docs/graph.md). It stays as a zero-time ordering point: removing it would bridge its wait onto
-// every later launch of the piece (as many edges as launches), and keeping the wait keeps the
-// CPU after the graph as far behind the GPU as it was.
-bool waited_for_queue(const Graph& graph, TaskId t) {
-  for (const auto& p : graph.predecessors(t))
-    if (graph.units()[graph.task(p.task).unit].kind == UnitKind::gpu_stream) return true;
-  return false;
-}
-
-// Edges among the piece's CPU tasks lose their delays: the gaps inside the captured work go with it.
-void zero_inner_delays(Graph& graph, const std::vector<TaskId>& tasks, const std::vector<char>& member) {
-  for (TaskId t : tasks)
-    for (const auto& s : graph.successors(t))
-      if (member[s.task]) graph.edge(t, s.task).delay_ns = 0;
-}
-
-// Where the graph launch goes: in the place of the piece's first task on the region's thread.
-ChainSpot launch_spot(const Graph& graph, TaskId anchor, const std::vector<char>& in_block) {
-  if (in_block[anchor]) return chain_spot(graph, anchor, in_block);
-  ChainSpot spot;  // the anchor is a kept queue wait: the launch goes right before it
-  spot.next = anchor;
-  spot.release_ns = graph.task(anchor).release_ns;
-  for (const auto& p : graph.predecessors(anchor))
-    if (p.edge.type == EdgeType::cpu_sequential) spot.prev = p.task, spot.delay_in_ns = p.edge.delay_ns;
-  return spot;
-}
-
-// The graph's launch call, launching the first task of each stream (calibrated latency); inside
-// the graph a stream runs its tasks back to back (calibrated gap).
-void launch_graph(Graph& graph, TaskId call, const GpuWork& work) {
-  const auto& latency = graph.calibration().launch_latency_ns;
-  for (const auto& [stream, root] : work.first) {
-    const TaskKind kind = graph.task(root).kind;
-    graph.connect(call, root, {kind == TaskKind::communication ? EdgeType::communication : EdgeType::launch,
-                               Timing::start_to_start, latency[static_cast<std::size_t>(kind)], false});
-  }
-  std::vector<char> in_graph(graph.num_tasks(), 0);
-  for (TaskId g : work.tasks) in_graph[g] = 1;
-  for (TaskId g : work.tasks)
-    for (const auto& p : graph.predecessors(g))
-      if (p.edge.type == EdgeType::gpu_sequential && in_graph[p.task] && graph.task(p.task).unit == graph.task(g).unit)
-        graph.edge(p.task, g).delay_ns = graph.calibration().gpu_gap_ns;
-}
-
-// Removes the piece's CPU work, except its queue waits, which become zero-time ordering points;
-// edges among all of it lose their delays. Returns where the graph launch goes.
-ChainSpot strip(Graph& graph, const Piece& piece, Tally& tally) {
-  std::vector<char> member(graph.num_tasks(), 0), in_block(graph.num_tasks(), 0);
+// One piece becomes one graph: one cudaGraphLaunch in the place of its CPU work (before a kept
+// queue wait that heads it). Queue waits (waits_for_gpu) stay: removing one would bridge its wait
+// onto every later launch of the piece; kept, it keeps the CPU as far behind the GPU as it was.
+std::optional<Captured> capture(Graph& graph, const std::vector<TaskId>& piece, TimeNs launch_ns, Tally& tally) {
+  const auto streams = group_by_unit(graph, launched_by(graph, piece));
+  if (streams.empty()) return ++tally.cpu_only, std::nullopt;
   std::vector<TaskId> block, waits;
-  for (TaskId t : piece.cpu) {
-    member[t] = 1;
-    tally.cpu_ns += graph.task(t).duration_ns;
-    if (waited_for_queue(graph, t)) {
-      waits.push_back(t);
-      continue;
-    }
-    in_block[t] = 1;
-    block.push_back(t);
-    ++(graph.task(t).kind == TaskKind::runtime ? tally.calls : tally.cpu_segments);
-  }
-  zero_inner_delays(graph, piece.cpu, member);
-  const ChainSpot spot = launch_spot(graph, piece.cpu.front(), in_block);
-  remove_block(graph, block);
-  for (TaskId t : waits) {
-    graph.set_duration(t, 0);
-    graph.rename(t, "launch-queue wait (captured by cuda_graphs)");
-  }
+  for (TaskId t : piece) (waits_for_gpu(graph, t) ? waits : block).push_back(t);
+  for (TaskId t : block) ++(graph.task(t).kind == TaskKind::runtime ? tally.calls : tally.cpu_segments);
+  tally.cpu_ns += TaskSet(graph, piece).total_duration_ns();
   tally.queue_waits += waits.size();
-  return spot;
+  const Task& anchor = graph.task(piece.front());
+  NewTask call = NewTask::of("cudaGraphLaunch", TaskKind::runtime, launch_ns, anchor.iteration, anchor.phase);
+  call.unit = anchor.unit;
+  zero_inner_delays(graph, piece);
+  const ChainSpot at = chain_spot(graph, piece.front(), task_mask(graph, block));
+  remove_block(graph, block);
+  for (TaskId t : waits) graph.set_duration(t, 0), graph.rename(t, "launch-queue wait (captured by cuda_graphs)");
+  const TaskId launch = insert_between(graph, call, at.prev, at.next, at.delay_in_ns, at.delay_out_ns, at.release_ns);
+  return Captured{launch, launch_graph(graph, launch, streams)};
 }
 
-// One piece becomes one graph: its CPU work removed, one cudaGraphLaunch in its place.
-std::optional<Captured> capture(Graph& graph, const Piece& piece, TimeNs launch_ns, Tally& tally) {
-  const GpuWork work = gpu_work_of(graph, piece);
-  if (work.tasks.empty()) {
-    ++tally.cpu_only;
-    return std::nullopt;
-  }
-  const Task& anchor = graph.task(piece.cpu.front());
-  NewTask launch;
-  launch.name = "cudaGraphLaunch";
-  launch.kind = TaskKind::runtime;
-  launch.unit = anchor.unit;
-  launch.duration_ns = launch_ns;
-  launch.iteration = anchor.iteration;
-  launch.phase = anchor.phase;
-  const ChainSpot spot = strip(graph, piece, tally);
-  const TaskId call =
-      insert_between(graph, launch, spot.prev, spot.next, spot.delay_in_ns, spot.delay_out_ns, spot.release_ns);
-  launch_graph(graph, call, work);
-  ++tally.graphs;
-  Captured captured{call, {}};
-  for (const auto& [stream, tail] : work.last) captured.tails.push_back(tail);
-  return captured;
-}
-
-// The launch queue is finite: the CPU cannot run ahead of the GPU without limit. Each graph
-// launch waits until the graph launched `in_flight` launches earlier has finished on the GPU.
+// The finite launch queue: a graph launch waits for the graph launched `in_flight` launches earlier.
 void throttle(Graph& graph, const std::vector<Captured>& graphs, std::size_t in_flight) {
   for (std::size_t j = in_flight; j < graphs.size(); ++j) {
     for (TaskId tail : graphs[j - in_flight].tails)
@@ -243,18 +107,16 @@ void throttle(Graph& graph, const std::vector<Captured>& graphs, std::size_t in_
   }
 }
 
-std::vector<RangeWindow> regions_of(const Graph& graph, const std::string& region) {
-  std::vector<RangeWindow> windows;
+RangeTasks regions_of(const Graph& graph, const std::string& region) {
   try {
-    windows = range_windows(graph, region);
+    RangeTasks regions(graph, region);
+    if (!regions.windows().empty()) return regions;
   } catch (const Error& e) {
     throw Error(fmt::format("parameter 'region': {}", e.what()));
   }
-  if (windows.empty())
-    throw Error(fmt::format("no CPU range of the trace matches region '{}' (the default "
-                            "'ProfilerStep#' needs a trace recorded with profiler.step() calls)",
-                            region));
-  return windows;
+  throw Error(fmt::format("no CPU range of the trace matches region '{}' (the default "
+                          "'ProfilerStep#' needs a trace recorded with profiler.step() calls)",
+                          region));
 }
 
 std::string describe(const Tally& t, const std::string& region, TimeNs launch_ns) {
@@ -270,18 +132,17 @@ std::string describe(const Tally& t, const std::string& region, TimeNs launch_ns
 ScenarioOutcome apply_cuda_graphs(Graph& graph, const ScenarioParams& params) {
   const std::string& region = params.text("region");
   const auto launch_ns = static_cast<TimeNs>(params.number("launch"));
-  const auto windows = regions_of(graph, region);
-  const auto by_unit = tasks_by_unit(graph);
+  const RangeTasks regions = regions_of(graph, region);
   Tally tally;
   std::vector<Captured> graphs;
-  for (const RangeWindow& window : windows) {
-    ++tally.regions;
-    for (const Piece& piece : pieces_of(graph, window, by_unit, tally))
+  for (const RangeWindow& window : regions.windows())
+    for (const auto& piece : pieces_of(graph, regions, window, tally))
       if (auto captured = capture(graph, piece, launch_ns, tally)) graphs.push_back(std::move(*captured));
-  }
+  tally.regions = regions.windows().size();
+  tally.graphs = graphs.size();
   if (graphs.empty())
     throw Error(fmt::format("the {} occurrences of region '{}' launch no GPU work to capture",
-                            windows.size(), region));
+                            regions.windows().size(), region));
   throttle(graph, graphs, static_cast<std::size_t>(params.integer("in_flight")));
   return {nullptr, {describe(tally, region, launch_ns)}};
 }

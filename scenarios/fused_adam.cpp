@@ -17,13 +17,11 @@
 // A trace without an optimizer step, or whose steps launch no kernel, is an Error.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
 
 #include "builtin.hpp"
-#include "common/text.hpp"
 #include "daydream/analyze.hpp"
 #include "daydream/error.hpp"
 #include "daydream/transform.hpp"
@@ -32,39 +30,6 @@ namespace daydream::scenarios {
 namespace {
 
 constexpr const char* kStepPattern = "Optimizer\\.step";
-
-/// The work of one optimizer step that the fused optimizer replaces.
-struct Step {
-  std::vector<TaskId> cpu;  ///< CPU segments and CUDA calls, in trace order
-  std::map<UnitId, std::vector<TaskId>> kernels;  ///< kernels and memsets per stream, in trace order
-  std::size_t kept = 0;     ///< blocking calls and calls launching copies or collectives
-};
-
-bool fusable(const Graph& graph, TaskId gpu_task) {
-  const TaskKind kind = graph.task(gpu_task).kind;
-  return kind == TaskKind::kernel || kind == TaskKind::memset;
-}
-
-// The step's CPU tasks on its thread, and the kernels its calls launched.
-Step collect_step(const Graph& graph, const RangeWindow& window, const std::vector<TaskId>& thread_tasks) {
-  Step step;
-  for (TaskId t : tasks_in(graph, thread_tasks, window)) {
-    const auto launched = launched_by(graph, t);
-    const bool only_kernels =
-        std::all_of(launched.begin(), launched.end(), [&](TaskId g) { return fusable(graph, g); });
-    if (!only_kernels || (launched.empty() && graph.task(t).blocking)) {
-      ++step.kept;
-      continue;
-    }
-    step.cpu.push_back(t);
-    for (TaskId g : launched) step.kernels[graph.task(g).unit].push_back(g);
-  }
-  for (auto& [stream, list] : step.kernels)
-    std::sort(list.begin(), list.end(), [&](TaskId a, TaskId b) {
-      return std::pair(graph.task(a).recorded_start_ns, a) < std::pair(graph.task(b).recorded_start_ns, b);
-    });
-  return step;
-}
 
 struct Settings {
   double factor = 1;
@@ -77,110 +42,98 @@ struct Tally {
   TimeNs kernel_ns = 0, cpu_ns = 0, fused_ns = 0;
 };
 
-NewTask update_task(const char* name, TaskKind kind, TimeNs duration_ns, std::int32_t iteration) {
-  NewTask task;
-  task.name = name;
-  task.kind = kind;
-  task.duration_ns = duration_ns;
-  task.iteration = iteration;
-  task.phase = Phase::update;
-  return task;
+/// The work of one optimizer step that the fused optimizer replaces: its CPU tasks on its thread
+/// that launch only kernels and memsets, or nothing without waiting (gpu_use), in trace order;
+/// those kernels per stream; how many of its calls stay (blocking calls, copies, collectives).
+struct Step {
+  std::vector<TaskId> cpu;
+  std::map<UnitId, std::vector<TaskId>> kernels;
+  std::size_t kept = 0;
+};
+
+Step collect_step(const Graph& graph, const std::vector<TaskId>& tasks) {
+  Step step;
+  for (TaskId t : tasks) {
+    const GpuUse use = gpu_use(graph, t);
+    if (use == GpuUse::none || use == GpuUse::kernels) step.cpu.push_back(t);
+    else ++step.kept;
+  }
+  step.kernels = group_by_unit(graph, launched_by(graph, step.cpu));
+  return step;
 }
 
-// What replaces the step on its thread: per fused kernel, one framework call (the step's median
-// removed CPU segment: one ATen dispatch) and one launch call, back to back.
-Replacement fused_calls(const Graph& graph, const Step& step, std::size_t count, const Settings& settings) {
-  std::vector<TimeNs> segments;
-  for (TaskId t : step.cpu)
-    if (graph.task(t).kind == TaskKind::cpu) segments.push_back(graph.task(t).duration_ns);
-  const TimeNs framework_ns = text::median(segments, text::EvenCount::upper);
+// What replaces the step: on each stream its kernels ran on, `kernels` fused kernels lasting
+// together factor x their summed time (at the calibrated stream gap, taking over their other
+// edges); on its thread, per fused kernel one framework call (the step's median removed CPU
+// segment: one ATen dispatch) and one launch call, back to back. Kernel i is launched by call i.
+std::vector<Replacement> fused_work(Graph& graph, const Step& step, const Settings& s, Tally& tally) {
+  const TimeNs framework_ns = TaskSet(graph, step.cpu).filter(TaskFilter().kind(TaskKind::cpu)).median_duration_ns();
   const Task& first = graph.task(step.cpu.front());
-  Replacement calls{first.unit, {}, 0, false};
-  for (std::size_t i = 0; i < count; ++i) {
-    if (framework_ns > 0) calls.tasks.push_back(update_task("fused optimizer step", TaskKind::cpu, framework_ns, first.iteration));
-    calls.tasks.push_back(
-        update_task("cudaLaunchKernel (fused optimizer)", TaskKind::runtime, settings.launch_ns, first.iteration));
+  std::vector<Replacement> work{{first.unit, {}, 0, false}};
+  for (const auto& [stream, kernels] : step.kernels) {
+    const TimeNs total = TaskSet(graph, kernels).total_duration_ns();
+    const TimeNs fused_ns = std::llround(static_cast<double>(total) * s.factor);
+    Replacement fused{stream, {}, graph.calibration().gpu_gap_ns, true};
+    for (std::int64_t j = 0; j < s.kernels; ++j) {  // parts that add up to fused_ns
+      fused.tasks.push_back(NewTask::of("fused_optimizer_kernel (multi_tensor_apply)", TaskKind::kernel,
+                                        fused_ns * (j + 1) / s.kernels - fused_ns * j / s.kernels,
+                                        graph.task(kernels.front()).iteration, Phase::update));
+      if (framework_ns > 0)
+        work[0].tasks.push_back(NewTask::of("fused optimizer step", TaskKind::cpu, framework_ns, first.iteration, Phase::update));
+      work[0].tasks.push_back(NewTask::of("cudaLaunchKernel (fused optimizer)", TaskKind::runtime, s.launch_ns,
+                                          first.iteration, Phase::update));
+    }
+    tally.fused += fused.tasks.size();
+    work.push_back(std::move(fused));
+    tally.kernels += kernels.size();
+    tally.kernel_ns += total;
+    tally.fused_ns += fused_ns;
   }
-  return calls;
+  return work;
 }
 
-// What replaces the step's kernels on one stream: `kernels` fused kernels lasting together
-// factor x their summed time, at the calibrated stream gap, taking over their other edges.
-Replacement fused_kernels(const Graph& graph, UnitId stream, const std::vector<TaskId>& kernels,
-                          const Settings& settings, Tally& tally) {
-  TimeNs total = 0;
-  for (TaskId k : kernels) total += graph.task(k).duration_ns;
-  tally.kernels += kernels.size();
-  tally.kernel_ns += total;
-  Replacement fused{stream, {}, graph.calibration().gpu_gap_ns, true};
-  const TimeNs fused_ns = std::llround(static_cast<double>(total) * settings.factor);
-  for (std::int64_t j = 0; j < settings.kernels; ++j) {  // parts that add up to fused_ns
-    const TimeNs part = fused_ns * (j + 1) / settings.kernels - fused_ns * j / settings.kernels;
-    fused.tasks.push_back(update_task("fused_optimizer_kernel (multi_tensor_apply)", TaskKind::kernel, part,
-                                      graph.task(kernels.front()).iteration));
-    tally.fused_ns += part;
-    ++tally.fused;
-  }
-  return fused;
-}
-
+// The step's CPU work and kernels replaced by the fused calls and kernels.
 void fuse_step(Graph& graph, const Step& step, const Settings& settings, Tally& tally) {
   std::vector<TaskId> block = step.cpu;
-  for (TaskId t : step.cpu) {
-    tally.cpu_ns += graph.task(t).duration_ns;
-    ++(graph.task(t).kind == TaskKind::cpu ? tally.cpu_segments : tally.calls);
-  }
-  std::vector<Replacement> replacements{fused_calls(graph, step, step.kernels.size() * settings.kernels, settings)};
-  for (const auto& [stream, kernels] : step.kernels) {
-    block.insert(block.end(), kernels.begin(), kernels.end());
-    replacements.push_back(fused_kernels(graph, stream, kernels, settings, tally));
-  }
-  const auto inserted = replace_block(graph, block, std::move(replacements));
-  const Edge launch{EdgeType::launch, Timing::start_to_start,
-                    graph.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)], false};
-  // The new CPU tasks come in groups (framework call, launch call) or (launch call): kernel i is
-  // launched by the last task of group i.
-  const std::size_t group = inserted[0].size() / (step.kernels.size() * settings.kernels);
-  std::size_t call = group - 1;
-  for (std::size_t s = 1; s < inserted.size(); ++s)
-    for (TaskId kernel : inserted[s]) graph.connect(inserted[0][call], kernel, launch), call += group;
+  for (const auto& [stream, kernels] : step.kernels) block.insert(block.end(), kernels.begin(), kernels.end());
+  for (TaskId t : step.cpu) ++(graph.task(t).kind == TaskKind::cpu ? tally.cpu_segments : tally.calls);
+  tally.cpu_ns += TaskSet(graph, step.cpu).total_duration_ns();
   tally.kept += step.kept;
   ++tally.steps;
-}
-
-std::string describe(const Tally& t, const Settings& s, std::size_t windows) {
-  return fmt::format(
-      "{} of {} optimizer steps fused: removed {} kernels/memsets ({:.3f} ms GPU), {} CUDA calls and {} CPU "
-      "segments ({:.3f} ms CPU); inserted {} fused kernels ({} per step and stream, factor {:g}: {:.3f} ms GPU) with "
-      "their launch calls ({:.1f} us each); kept {} blocking or copy calls",
-      t.steps, windows, t.kernels, static_cast<double>(t.kernel_ns) / 1e6, t.calls, t.cpu_segments,
-      static_cast<double>(t.cpu_ns) / 1e6, t.fused, s.kernels, s.factor, static_cast<double>(t.fused_ns) / 1e6,
-      static_cast<double>(s.launch_ns) / 1e3, t.kept);
+  const auto inserted = replace_block(graph, block, fused_work(graph, step, settings, tally));
+  std::vector<TaskId> launches;  // the launch calls, one per fused kernel, in order
+  for (TaskId t : inserted[0])
+    if (graph.task(t).kind == TaskKind::runtime) launches.push_back(t);
+  auto launch = launches.begin();
+  for (std::size_t s = 1; s < inserted.size(); ++s)
+    for (TaskId kernel : inserted[s]) connect_launch(graph, *launch++, kernel);
 }
 
 ScenarioOutcome apply_fused_adam(Graph& graph, const ScenarioParams& params) {
-  const Settings settings{params.number("factor"), params.integer("kernels"), median_launch_call_ns(graph)};
-  const std::string& step_pattern = params.text("step");
-  const auto windows = range_windows(graph, step_pattern);
-  if (windows.empty())
+  const Settings s{params.number("factor"), params.integer("kernels"), median_launch_call_ns(graph)};
+  const RangeTasks ranges(graph, params.text("step"));
+  if (ranges.windows().empty())
     throw Error(fmt::format(
         "the trace has no optimizer step (no CPU range matches '{}'; PyTorch records "
         "'Optimizer.step#...' per optimizer.step() call while profiling; name the range your loop marks the update "
         "with, e.g. step=^optimizer$ for an NVTX range 'optimizer')",
-        step_pattern));
-  const auto by_unit = tasks_by_unit(graph);
-  std::vector<Step> steps;
-  for (const RangeWindow& w : windows) {
-    Step step = collect_step(graph, w, by_unit[w.unit]);
-    if (!step.kernels.empty()) steps.push_back(std::move(step));
-  }
+        params.text("step")));
+  std::vector<Step> steps;  // all read before any change
+  for (const RangeWindow& w : ranges.windows()) steps.push_back(collect_step(graph, ranges.tasks(w)));
+  std::erase_if(steps, [](const Step& step) { return step.kernels.empty(); });
   if (steps.empty())
     throw Error(fmt::format("none of the trace's {} optimizer steps launched a kernel (an "
                             "optimizer on the CPU?): nothing to fuse",
-                            windows.size()));
-  Tally tally;
-  for (const Step& step : steps) fuse_step(graph, step, settings, tally);
-  return {nullptr, {describe(tally, settings, windows.size())}};
+                            ranges.windows().size()));
+  Tally t;
+  for (const Step& step : steps) fuse_step(graph, step, s, t);
+  return {nullptr,
+          {fmt::format("{} of {} optimizer steps fused: removed {} kernels/memsets ({:.3f} ms GPU), {} CUDA calls and "
+                       "{} CPU segments ({:.3f} ms CPU); inserted {} fused kernels ({} per step and stream, factor "
+                       "{:g}: {:.3f} ms GPU) with their launch calls ({:.1f} us each); kept {} blocking or copy calls",
+                       t.steps, ranges.windows().size(), t.kernels, static_cast<double>(t.kernel_ns) / 1e6, t.calls,
+                       t.cpu_segments, static_cast<double>(t.cpu_ns) / 1e6, t.fused, s.kernels, s.factor,
+                       static_cast<double>(t.fused_ns) / 1e6, static_cast<double>(s.launch_ns) / 1e3, t.kept)}};
 }
 
 }  // namespace

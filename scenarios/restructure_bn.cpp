@@ -39,62 +39,34 @@ constexpr const char* kAdd = "(?i)AddFunctor|CUDAFunctor_add|add_kernel";
 constexpr const char* kNotElementwise = "(?i)gemm|conv|scudnn|winograd|<(long|int|bool)";
 // Operators whose CPU work goes with a removed kernel (the outermost one around its launch call).
 constexpr const char* kFusedOperators = "(?i)relu|threshold|clamp|add";
-constexpr int kReach = 2;  // kernels examined after a BN forward / before a BN backward kernel
-
-struct Tally {
-  std::size_t bn_forward = 0, bn_backward = 0, removed_kernels = 0, cpu_tasks = 0;
-  TimeNs bn_before_ns = 0, bn_after_ns = 0, removed_kernel_ns = 0, cpu_ns = 0;
-};
-
-std::vector<char> mask_of(const Graph& graph, const TaskSet& set) {
-  std::vector<char> mask(graph.num_tasks(), 0);
-  for (TaskId t : set) mask[t] = 1;
-  return mask;
-}
+constexpr std::size_t kReach = 2;  // kernels examined after a BN forward / before a BN backward kernel
 
 // The fusable kernels next to each BatchNorm kernel on its stream: ReLU or add kernels after a
 // forward one, ReLU-backward kernels before a backward one (the adds there are gradient
-// accumulations, which the restructuring does not touch). A run lists its kernels in stream order.
+// accumulations, which the restructuring does not touch). A run lists its kernels in stream order;
+// a kernel joins one run at most.
 std::vector<std::vector<TaskId>> runs_next_to_batch_norm(Graph& graph, const TaskSet& batch_norm,
                                                          const std::vector<char>& backward) {
   const auto relu = TaskFilter().kind(TaskKind::kernel).name(kRelu).name_not(kNotElementwise);
   // Fusable and not yet in a run:
-  auto free_forward = mask_of(graph, graph.select(TaskFilter(relu).name(kAdd)));
-  auto free_backward = mask_of(graph, graph.select(relu));
+  auto free_forward = task_mask(graph, graph.select(TaskFilter(relu).name(kAdd)).ids());
+  auto free_backward = task_mask(graph, graph.select(relu).ids());
   std::vector<std::vector<TaskId>> runs;
   for (TaskId bn : batch_norm) {
-    const bool forward = !backward[bn];
-    auto& free = forward ? free_forward : free_backward;
-    std::vector<TaskId> run;
-    TaskId t = forward ? chain_next(graph, bn) : chain_prev(graph, bn);
-    for (int i = 0; i < kReach && t != kNoTask && free[t]; ++i) {
-      run.push_back(t);
-      free_forward[t] = free_backward[t] = 0;
-      t = forward ? chain_next(graph, t) : chain_prev(graph, t);
-    }
-    if (run.empty()) continue;
-    if (!forward) std::reverse(run.begin(), run.end());
-    runs.push_back(std::move(run));
+    const auto& free = backward[bn] ? free_backward : free_forward;
+    const auto fusable = [&](TaskId t) { return free[t] != 0; };
+    auto run = backward[bn] ? run_before(graph, bn, kReach, fusable) : run_after(graph, bn, kReach, fusable);
+    for (TaskId t : run) free_forward[t] = free_backward[t] = 0;
+    if (!run.empty()) runs.push_back(std::move(run));
   }
   return runs;
-}
-
-// The window of `windows` (sorted by unit, then start) around a CPU task, or null.
-const RangeWindow* window_around(const std::vector<RangeWindow>& windows, const Task& task) {
-  const auto key = std::pair(task.unit, task.recorded_start_ns);
-  auto it = std::upper_bound(windows.begin(), windows.end(), key,
-                             [](const auto& k, const RangeWindow& w) { return k < std::pair(w.unit, w.start_ns); });
-  if (it == windows.begin()) return nullptr;
-  --it;
-  return it->unit == task.unit && it->contains(task.recorded_start_ns) ? &*it : nullptr;
 }
 
 // The CPU tasks to remove with the kernels: for each launch call, the outermost fused operator
 // around it when that operator launched only removed kernels and waits for nothing, else the
 // call alone (a call that launched anything else stays).
 std::vector<std::vector<TaskId>> cpu_work_of(const Graph& graph, const std::vector<char>& removed) {
-  const auto windows = range_windows(graph, kFusedOperators);
-  const auto by_unit = tasks_by_unit(graph);
+  const RangeTasks operators(graph, kFusedOperators);
   std::vector<char> taken(graph.num_tasks(), 0);
   auto launches_only_removed = [&](TaskId t) {
     const auto launched = launched_by(graph, t);
@@ -104,8 +76,8 @@ std::vector<std::vector<TaskId>> cpu_work_of(const Graph& graph, const std::vect
   for (TaskId k = 0; k < removed.size(); ++k) {
     const TaskId call = removed[k] ? predecessor(graph, k, EdgeType::launch) : kNoTask;
     if (call == kNoTask || taken[call] || !launches_only_removed(call)) continue;
-    const RangeWindow* w = window_around(windows, graph.task(call));
-    std::vector<TaskId> block = w ? tasks_in(graph, by_unit[w->unit], *w) : std::vector<TaskId>{};
+    const RangeWindow* op = operators.around(call);
+    std::vector<TaskId> block = op ? operators.tasks(*op) : std::vector<TaskId>{};
     const bool clean = std::all_of(block.begin(), block.end(), [&](TaskId t) {
       return !taken[t] && !graph.task(t).blocking && launches_only_removed(t);
     });
@@ -116,55 +88,34 @@ std::vector<std::vector<TaskId>> cpu_work_of(const Graph& graph, const std::vect
   return blocks;
 }
 
-// Removes a run of kernels; the stream goes on after the kernel before the run with the gap the
-// next kernel had after the run (one gap, not the sum of both).
-void remove_run(Graph& graph, const std::vector<TaskId>& run) {
-  const TaskId before = chain_prev(graph, run.front()), after = chain_next(graph, run.back());
-  TimeNs gap = 0;
-  if (after != kNoTask)
-    for (const auto& p : graph.predecessors(after))
-      if (p.task == run.back()) gap = p.edge.delay_ns;
-  remove_block(graph, run);
-  if (before != kNoTask && after != kNoTask) graph.edge(before, after).delay_ns = gap;
-}
-
-void scale_batch_norm(TaskSet& batch_norm, const std::vector<char>& backward, double factor, Tally& tally) {
-  tally.bn_before_ns = batch_norm.total_duration_ns();
-  batch_norm.scale(factor);
-  tally.bn_after_ns = batch_norm.total_duration_ns();
-  for (TaskId t : batch_norm) ++(backward[t] ? tally.bn_backward : tally.bn_forward);
-}
-
 ScenarioOutcome apply_restructure_bn(Graph& graph, const ScenarioParams& params) {
   auto batch_norm = graph.select(TaskFilter().kind(TaskKind::kernel).name(kBatchNorm));
   if (batch_norm.empty())
-    throw Error(fmt::format(
-        "the trace has no BatchNorm kernel (no kernel name matches '{}')", kBatchNorm));
-  const auto backward = mask_of(graph, batch_norm.filter(TaskFilter().name(kBatchNormBackward)));
-  Tally tally;
+    throw Error(fmt::format("the trace has no BatchNorm kernel (no kernel name matches '{}')", kBatchNorm));
+  const auto backward = task_mask(graph, batch_norm.filter(TaskFilter().name(kBatchNormBackward)).ids());
   const auto runs = runs_next_to_batch_norm(graph, batch_norm, backward);
-  std::vector<char> removed(graph.num_tasks(), 0);
-  for (const auto& run : runs)
-    for (TaskId k : run) {
-      removed[k] = 1;
-      ++tally.removed_kernels;
-      tally.removed_kernel_ns += graph.task(k).duration_ns;
-    }
-  for (const auto& block : cpu_work_of(graph, removed)) {
-    for (TaskId t : block) tally.cpu_ns += graph.task(t).duration_ns;
-    tally.cpu_tasks += block.size();
+  std::vector<TaskId> kernels;
+  for (const auto& run : runs) kernels.insert(kernels.end(), run.begin(), run.end());
+  const TimeNs kernel_ns = TaskSet(graph, kernels).total_duration_ns();
+  std::size_t cpu_tasks = 0;
+  TimeNs cpu_ns = 0;
+  for (const auto& block : cpu_work_of(graph, task_mask(graph, kernels))) {
+    cpu_tasks += block.size();
+    cpu_ns += TaskSet(graph, block).total_duration_ns();
     remove_block(graph, block);
   }
-  for (const auto& run : runs) remove_run(graph, run);
-  scale_batch_norm(batch_norm, backward, params.number("bn_factor"), tally);
+  for (const auto& run : runs) remove_run(graph, run);  // fused into the BatchNorm kernel: no gap of their own
+  const TimeNs bn_before_ns = batch_norm.total_duration_ns();
+  batch_norm.scale(params.number("bn_factor"));
+  const auto bn_backward = static_cast<std::size_t>(std::count(backward.begin(), backward.end(), 1));
   return {nullptr,
           {fmt::format("{} BatchNorm forward and {} backward kernels scaled by {:g} ({:.3f} -> {:.3f} ms); removed {} "
                        "ReLU/add kernels next to them ({:.3f} ms GPU) and {} CPU tasks of their operators and launches "
                        "({:.3f} ms CPU)",
-                       tally.bn_forward, tally.bn_backward, params.number("bn_factor"),
-                       static_cast<double>(tally.bn_before_ns) / 1e6, static_cast<double>(tally.bn_after_ns) / 1e6,
-                       tally.removed_kernels, static_cast<double>(tally.removed_kernel_ns) / 1e6, tally.cpu_tasks,
-                       static_cast<double>(tally.cpu_ns) / 1e6)}};
+                       batch_norm.size() - bn_backward, bn_backward, params.number("bn_factor"),
+                       static_cast<double>(bn_before_ns) / 1e6, static_cast<double>(batch_norm.total_duration_ns()) / 1e6,
+                       kernels.size(), static_cast<double>(kernel_ns) / 1e6, cpu_tasks,
+                       static_cast<double>(cpu_ns) / 1e6)}};
 }
 
 }  // namespace

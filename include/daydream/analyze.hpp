@@ -1,11 +1,13 @@
 #pragma once
 /// @file analyze.hpp
 /// @brief Facts read off a graph that models of data-parallel training, optimizer changes and
-/// data loading need: the collectives the trace records, what each CPU thread launched, the
-/// backward passes and where each gradient becomes ready, a traced DDP run's buckets and the
-/// copies around them, DDP's bucketing rule, the batches a DataLoader handed over, what their
-/// waits say about a worker's load time and which other threads idled across those waits.
-/// Read-only: nothing here changes a graph.
+/// data loading need: what a CPU task does with the GPU, the collectives the trace records and
+/// what its all-reduces say about its ring (their sizes, the fitted link), what each CPU thread
+/// launched, the backward passes, where each gradient becomes ready and how big it is, where the
+/// next forward uses each parameter, a traced DDP run's buckets and the copies around them, DDP's
+/// bucketing rule, the batches a DataLoader handed over, what their waits say about a worker's
+/// load time and which other threads idled across those waits. Read-only: nothing here changes a
+/// graph.
 /// docs/scenarios/ddp.md, docs/scenarios/dataloader_workers.md.
 ///
 /// @code
@@ -15,12 +17,15 @@
 /// @endcode
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "daydream/graph.hpp"
+#include "daydream/model.hpp"
 #include "daydream/transform.hpp"
 
 namespace daydream {
@@ -28,6 +33,29 @@ namespace daydream {
 /// Median duration of the trace's kernel-launch calls (cudaLaunchKernel, cuLaunchKernel, ...);
 /// `fallback_ns` when the graph has none.
 TimeNs median_launch_call_ns(const Graph& graph, TimeNs fallback_ns = 5'000);
+
+// --- what a CPU task does with the GPU ---
+
+/// A copy to or from host memory: a memcpy task neither device-to-device
+/// (is_device_to_device_copy) nor peer-to-peer ("PtoP").
+bool is_host_copy(const Graph& graph, TaskId task);
+
+/// What a CPU task does with the GPU, read from what it launched (launched_by): what a model that
+/// captures (CUDA graphs) or fuses (a fused optimizer) a stretch of CPU work can take with it.
+enum class GpuUse {
+  none,         ///< launches nothing and does not block: framework (Python, ATen) work
+  kernels,      ///< launches kernels and memsets only (it may block: a full launch queue)
+  device_work,  ///< launches device-side copies or collectives too, and no host copy
+  host_copy,    ///< launches a copy to or from host memory (is_host_copy), whatever else it launches
+  wait,         ///< launches nothing and blocks: a synchronization, a wait for a copy
+};
+GpuUse gpu_use(const Graph& graph, TaskId cpu_task);
+/// "none", "kernels", "device_work", "host_copy" or "wait".
+std::string_view to_string(GpuUse use);
+
+/// Whether a CPU task waited for GPU work: an edge into it from a GPU-stream task (a sync edge: a
+/// synchronization, a blocking copy, a launch into a full launch queue; docs/graph.md).
+bool waits_for_gpu(const Graph& graph, TaskId cpu_task);
 
 // --- the trace's own collectives (`record_param_comms`) ---
 
@@ -53,6 +81,43 @@ TraceCollectives read_trace_collectives(const Graph& graph);
 
 /// The trace's all-reduce communication tasks (NCCL kernels) inside a record_param_comms range, by id.
 std::vector<TaskId> traced_allreduce_tasks(const TraceCollectives& collectives);
+
+/// Each traced all-reduce task's size, and where it came from.
+struct TracedAllreduceSizes {
+  std::map<TaskId, std::int64_t> bytes;  ///< the tasks of known size only
+  std::size_t recorded = 0;  ///< sized by their record_param_comms range (its bytes over its tasks)
+  std::size_t spread = 0;    ///< sized by spreading the model's gradient bytes
+  std::size_t unsized = 0;   ///< of unknown size
+};
+
+/// The size of every all-reduce task of the trace: recorded, else `model_bytes` (the model's
+/// gradient bytes, all-reduced once per iteration; kNone when not known) spread over each
+/// iteration's all-reduce tasks of unknown size in proportion to their measured durations, else
+/// unknown.
+TracedAllreduceSizes traced_allreduce_sizes(const Graph& graph, const TraceCollectives& collectives,
+                                            std::int64_t model_bytes);
+
+/// The ring model (fit_ring over the trace's world size) fitted to the trace's all-reduces that
+/// launched communication tasks and record their size, one sample (bytes, the tasks' summed
+/// time) each.
+struct TracedRingFit {
+  std::size_t sized = 0;       ///< samples
+  std::size_t unsized = 0;     ///< all-reduces that launched tasks but record no size: left out
+  std::optional<LinkFit> fit;  ///< nullopt without samples, with one size only or a world size under 2
+};
+TracedRingFit fit_traced_allreduces(const TraceCollectives& collectives);
+
+/// n of the ring the trace ran on, to cost all-reduces the trace does not have: its world size,
+/// else 2 (a trace without one, Nsight's: the traffic factor 2(n-1)/n then cancels between a
+/// bandwidth measured with it, measured_ns_per_byte, and the all-reduces costed with it).
+std::int64_t traced_ring_ranks(const TraceCollectives& collectives);
+
+/// The link (ns per byte) at which latency_ns + ns_per_byte * ring traffic among `ranks` adds up to
+/// the measured durations of the all-reduce tasks in `bytes` (task -> its size):
+/// sum(duration - latency) / sum(traffic); 0 (an infinite link) when nothing is left after the
+/// latencies.
+double measured_ns_per_byte(const Graph& graph, const std::map<TaskId, std::int64_t>& bytes, std::int64_t ranks,
+                            double latency_ns);
 
 // --- gradients ---
 
@@ -106,6 +171,32 @@ std::vector<std::int64_t> spread_bytes(std::int64_t total_bytes, const std::vect
 /// proxy's name.
 std::string spread_over_gradients(const Graph& graph, BackwardPass& pass, std::int64_t total_bytes);
 
+/// GPU tasks per gradient in the pass's optimizer step (a per-parameter optimizer launches the
+/// same kernels for each parameter, in forward order), or 0 when they do not split evenly.
+std::size_t update_tasks_per_gradient(const BackwardPass& pass);
+
+/// The GPU tasks of the forward pass after `pass`, in stream order: from the optimizer step's last
+/// update task along its stream up to `next` pass's first gradient (both left out). Empty when
+/// the pass has no update tasks, `next` has no gradients, or the stream does not lead there.
+std::vector<TaskId> next_forward(const Graph& graph, const BackwardPass& pass, const BackwardPass& next);
+
+/// Where a forward pass (`forward`, next_forward) first uses each of the pass's parameters, in
+/// forward order: the task at the same fraction of the forward's GPU time as the share of the
+/// backward pass that was still to run when the parameter's gradient became ready (a layer's
+/// backward takes about a fixed multiple of its forward).
+std::vector<TaskId> forward_use_tasks(const Graph& graph, const BackwardPass& pass,
+                                      const std::vector<TaskId>& forward);
+
+/// A model's per-parameter element counts in forward (model.parameters()) order, from the JSON
+/// file {"parameters": [{"name": "conv1.weight", "count": 9408}, ...]}. Throws Error naming the
+/// file (as param_file) and what is wrong with it.
+std::vector<std::int64_t> read_parameter_counts(const std::string& path);
+
+/// Sets the pass's gradient sizes to `counts` (forward order) times `bytes_per_element`, rounded:
+/// gradients become ready in reverse forward order. A pass without gradients is left alone; false,
+/// with nothing set, when the pass's gradients are not one per count.
+bool set_gradient_bytes(BackwardPass& pass, const std::vector<std::int64_t>& counts, double bytes_per_element);
+
 // --- a traced DDP run: its buckets, and the copies DDP adds around them ---
 
 /// One iteration's traced all-reduces: the buckets a DDP run launched in one backward pass (one
@@ -133,6 +224,17 @@ bool is_device_to_device_copy(const Graph& graph, TaskId task);
 /// the end of the iteration.
 std::vector<TaskId> copy_back_copies(const Graph& graph, const LaunchIndex& launches, const TracedPass& pass);
 
+/// The copy-back (copy_back_copies) of each pass that moves exactly the pass's recorded
+/// all-reduce bytes (each gradient once), or whose sizes the trace does not record; a pass whose
+/// copies move other bytes is only counted.
+struct CopyBack {
+  std::vector<TaskId> copies;                ///< those of every pass that passes, pass after pass
+  std::vector<std::size_t> copies_per_pass;  ///< per pass that passes
+  std::vector<std::int64_t> bytes_per_pass;  ///< its copies' bytes (Task::bytes; unknown counts 0)
+  std::size_t mismatched = 0;                ///< passes whose copies move other bytes than recorded
+};
+CopyBack checked_copy_back(const Graph& graph, const LaunchIndex& launches, const std::vector<TracedPass>& passes);
+
 /// DDP's buffer broadcast at the start of every forward pass (broadcast_buffers=True): the NCCL
 /// broadcast kernels launched inside an iteration, each with the copies that coalesce the buffers
 /// into one flat tensor and back (PyTorch's broadcast_coalesced): the unbroken run of copy tasks
@@ -150,6 +252,27 @@ struct Bucket {
 /// DDP's rule: fill in ready order and close a bucket once it holds at least its cap
 /// (`first_cap` for the first bucket, `cap` after).
 std::vector<Bucket> fill_buckets(const std::vector<Gradient>& gradients, std::int64_t first_cap, std::int64_t cap);
+
+/// A bucket to all-reduce: the task after which it is ready, and its size.
+struct ReadyBucket {
+  TaskId ready = kNoTask;
+  std::int64_t bytes = 0;
+};
+
+/// DDP's buckets of the pass's gradients (fill_buckets), each ready with its last gradient.
+std::vector<ReadyBucket> gradient_buckets(const BackwardPass& pass, std::int64_t first_cap, std::int64_t cap);
+
+/// The buckets the trace recorded in the pass without launching them (BackwardPass::
+/// recorded_buckets: a one-GPU DDP run), each ready with the last GPU task its thread launched
+/// before the record; a record with none before it is left out.
+std::vector<ReadyBucket> ready_recorded_buckets(const BackwardPass& pass, const TraceCollectives& collectives,
+                                                const LaunchIndex& launches);
+
+/// A traced pass's all-reduces (in launch order) as DDP would bucket them under new caps:
+/// fill_buckets over their sizes in `bytes` (all-reduce task -> size), so a bucket is a run of
+/// consecutive traced all-reduces. Throws Error when one of them has no size.
+std::vector<Bucket> rebucket_traced_pass(const TracedPass& pass, const std::map<TaskId, std::int64_t>& bytes,
+                                         std::int64_t first_cap, std::int64_t cap);
 
 // --- a DataLoader's batches (docs/scenarios/dataloader_workers.md) ---
 

@@ -55,6 +55,10 @@ struct LinkModel {
   double cost_ns(double traffic_bytes) const { return latency_ns + ns_per_byte * traffic_bytes; }
 };
 
+/// A fit that explains less of the variance of the measured durations than this does not stand in
+/// for a default (LinkFit::usable).
+inline constexpr double kMinFitRSquared = 0.5;
+
 /// A LinkModel fitted by least squares, with how well it explains the samples.
 struct LinkFit {
   LinkModel link;
@@ -62,6 +66,11 @@ struct LinkFit {
   double r_squared = 0;        ///< share of the variance of the durations the fit explains
   std::size_t samples = 0;
   std::size_t distinct_sizes = 0;
+  /// Whether the fit may replace a default latency and bandwidth: it explains the durations
+  /// (r_squared >= kMinFitRSquared) with a latency >= 0 and a finite bandwidth (ns_per_byte > 0).
+  /// Collectives whose times hardly depend on their sizes (NCCL kernels that wait for the slowest
+  /// rank) fail it.
+  bool usable() const { return r_squared >= kMinFitRSquared && link.latency_ns >= 0 && link.ns_per_byte > 0; }
 };
 
 /// Fits duration = latency + ns_per_byte * traffic to (traffic bytes, duration) samples by least

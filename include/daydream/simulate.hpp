@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "daydream/graph.hpp"
@@ -83,6 +84,11 @@ class PrecomputedPolicy final : public SchedulePolicy {
   std::vector<double> priorities_;
   std::string name_;
 };
+
+/// `priorities` for the tasks they list (lower runs first), trace order (TraceOrderPolicy) for every
+/// other task of `graph`: the policy of Graph.simulate(schedule={task: priority}) in Python.
+PrecomputedPolicy priorities_over_trace_order(const Graph& graph, const std::unordered_map<TaskId, double>& priorities,
+                                              std::string name);
 
 /// Why a task started when it did: the constraint that was met last.
 enum class StartCause : std::uint8_t { release, dependency, unit_busy };

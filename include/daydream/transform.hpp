@@ -18,8 +18,10 @@
 /// that order. Task ids never change: a removed task keeps its id and is skipped.
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daydream/graph.hpp"
@@ -91,6 +93,9 @@ class TaskSet {
   /// Removes every task of the set from the graph (see Graph::remove).
   void remove();
   TimeNs total_duration_ns() const;
+  /// The median duration: the upper of the two middle ones for an even count (a duration seen,
+  /// never an average; Python's statistics.median_high); 0 for an empty set.
+  TimeNs median_duration_ns() const;
 
  private:
   Graph* graph_;
@@ -110,6 +115,20 @@ struct NewTask {
   TimeNs after_delay_ns = 0, before_delay_ns = 0;
   std::int32_t iteration = -1;  ///< -1: taken from the first predecessor
   Phase phase = Phase::unknown;
+
+  /// A task given by what it is, what it costs and where in the iteration it runs; where it goes
+  /// (its unit and neighbours) is for the primitive that places it (insert_between, replace_block,
+  /// insert_launched). Python's task dicts {name, kind, duration_ns, iteration, phase} hold the same.
+  static NewTask of(std::string name, TaskKind kind, TimeNs duration_ns, std::int32_t iteration = -1,
+                    Phase phase = Phase::unknown) {
+    NewTask task;
+    task.name = std::move(name);
+    task.kind = kind;
+    task.duration_ns = duration_ns;
+    task.iteration = iteration;
+    task.phase = phase;
+    return task;
+  }
 };
 
 /// The dependency type an edge between these two tasks naturally has: sequential on one unit,
@@ -141,6 +160,18 @@ std::vector<TaskId> launched_by(const Graph& graph, const std::vector<TaskId>& c
 
 /// The live tasks of every unit in recorded-start order (ties by id), indexed by unit id.
 std::vector<std::vector<TaskId>> tasks_by_unit(const Graph& graph);
+/// `tasks` grouped by unit (units in id order), each group in recorded-start order (ties by id):
+/// the GPU work of a stretch per stream, with its first and last task on each.
+std::map<UnitId, std::vector<TaskId>> group_by_unit(const Graph& graph, const std::vector<TaskId>& tasks);
+/// One flag per task id (graph.num_tasks() of them): 1 for each of `tasks`, 0 for the others.
+std::vector<char> task_mask(const Graph& graph, const std::vector<TaskId>& tasks);
+
+/// The tasks right after `task` on its unit's chain (chain_next) for as long as `keep` accepts
+/// them, at most `max`, in chain order: the neighbours a fused task takes with it.
+std::vector<TaskId> run_after(const Graph& graph, TaskId task, std::size_t max, const std::function<bool(TaskId)>& keep);
+/// The same before `task` (chain_prev), also in chain order (the farthest first).
+std::vector<TaskId> run_before(const Graph& graph, TaskId task, std::size_t max,
+                               const std::function<bool(TaskId)>& keep);
 
 /// A stretch of one CPU thread's time covered by CPU ranges (Graph::ranges) whose names match a
 /// TaskFilter-style pattern; nested and overlapping matches are merged, so a window is an
@@ -158,6 +189,34 @@ std::vector<RangeWindow> range_windows(const Graph& graph, const std::string& pa
 /// recorded start lies in `window`.
 std::vector<TaskId> tasks_in(const Graph& graph, const std::vector<TaskId>& unit_tasks, const RangeWindow& window);
 
+/// The windows of a named range with every unit's tasks, taken once, for models that work per
+/// window: per training step, per optimizer step, per operator. Reads `graph` as it is when
+/// asked: tasks removed since are skipped, tasks inserted since are not seen (they have no
+/// recorded time). The graph must outlive this object.
+///
+/// @code
+///   const daydream::RangeTasks steps(graph, "Optimizer\\.step");
+///   for (const auto& window : steps.windows())
+///     for (daydream::TaskId t : steps.tasks(window)) ...  // the step's CPU tasks on its thread
+/// @endcode
+class RangeTasks {
+ public:
+  /// Throws Error for an invalid pattern (range_windows).
+  RangeTasks(const Graph& graph, const std::string& pattern);
+  const std::vector<RangeWindow>& windows() const { return windows_; }
+  /// The live tasks of the window's own thread whose recorded start lies in it, in recorded order.
+  std::vector<TaskId> tasks(const RangeWindow& window) const { return tasks(window, window.unit); }
+  /// The same on another unit (what other threads did during the window).
+  std::vector<TaskId> tasks(const RangeWindow& window, UnitId unit) const;
+  /// The window around a task: on its unit, holding its recorded start; null when there is none.
+  const RangeWindow* around(TaskId task) const;
+
+ private:
+  const Graph* graph_;
+  std::vector<RangeWindow> windows_;
+  std::vector<std::vector<TaskId>> by_unit_;
+};
+
 // --- editing blocks of work ---
 
 /// Where a block of tasks sits on one unit's chain: the task before its first task, the first task
@@ -170,8 +229,14 @@ struct ChainSpot {
   TimeNs delay_out_ns = 0;
   TimeNs release_ns = 0;
 };
-/// The spot of the block (in_block[t] != 0) whose first task on its unit is `first`.
+/// The spot of the block (in_block[t] != 0) whose first task on its unit is `first`. When `first`
+/// itself stays (not in the block: a task kept in place at the head of the work that goes), the
+/// spot is right before it: `next` is `first` and `delay_out_ns` 0.
 ChainSpot chain_spot(const Graph& graph, TaskId first, const std::vector<char>& in_block);
+
+/// Every edge between two of `tasks` loses its delay: the gaps inside work that goes, or is
+/// captured, as one (remove_block does this for the block it removes).
+void zero_inner_delays(Graph& graph, const std::vector<TaskId>& tasks);
 
 /// The edges that crossed the boundary of a removed block, as they were before the removal.
 struct CrossingEdges {
@@ -185,6 +250,11 @@ struct CrossingEdges {
 /// the removed work). CPU tasks go first in trace order, then GPU tasks in reverse trace order,
 /// which keeps the bridging linear in the block's size on chains.
 CrossingEdges remove_block(Graph& graph, std::vector<TaskId> tasks);
+
+/// Removes a run of consecutive tasks of one chain (in chain order) as one block (remove_block),
+/// and the task after the run follows the task before it with the gap it had after the run: one
+/// gap, not the sum of both, since work fused into its neighbour leaves no gap of its own.
+void remove_run(Graph& graph, const std::vector<TaskId>& run);
 
 /// Inserts `task` on its unit between `prev` and `next` (either may be kNoTask; both on that
 /// unit), with exactly `delay_in_ns` after `prev` and `delay_out_ns` before `next`. Without
@@ -210,6 +280,28 @@ struct Replacement {
 /// without one simply loses its part of the block. Returns the new tasks of each replacement.
 std::vector<std::vector<TaskId>> replace_block(Graph& graph, const std::vector<TaskId>& block,
                                                std::vector<Replacement> replacements);
+
+// --- GPU work and its launches ---
+
+/// Adds the edge by which CUDA call `call` launches GPU task `gpu_task`: start-to-start, with the
+/// trace's calibrated launch latency for the task's kind (Calibration::launch_latency_ns); a
+/// communication edge for a communication task (an NCCL kernel), a launch edge otherwise.
+void connect_launch(Graph& graph, TaskId call, TaskId gpu_task);
+
+/// Makes `call` launch GPU work as one CUDA graph (cudaGraphLaunch): `streams` holds the work of
+/// each stream in order (group_by_unit). The call launches each stream's first task
+/// (connect_launch); inside the graph each stream runs its tasks back to back, at the calibrated
+/// stream gap (Calibration::gpu_gap_ns), whatever the trace's gaps were. Returns the last task of
+/// each stream, in stream order: the graph has finished when they have.
+std::vector<TaskId> launch_graph(Graph& graph, TaskId call, const std::map<UnitId, std::vector<TaskId>>& streams);
+
+/// Inserts a GPU task right before `gpu_next` on its stream (the calibrated stream gap before
+/// it) and the CUDA call that launches it right before `call_next` on its thread (connect_launch):
+/// new work and its launch in front of a launch that stays, as autocast's weight casts. Units,
+/// neighbours and delays are set here. Returns {call, GPU task}; nullopt, with nothing inserted,
+/// when `call_next` starts its thread (a call there would have no place to be released from).
+std::optional<std::pair<TaskId, TaskId>> insert_launched(Graph& graph, NewTask call, NewTask gpu_task, TaskId call_next,
+                                                         TaskId gpu_next);
 
 /// Removes GPU tasks together with the CUDA calls that launched them (launching_call: by a launch
 /// edge, or a communication edge for NCCL kernels) and launched nothing else. Returns the number

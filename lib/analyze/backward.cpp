@@ -180,8 +180,8 @@ namespace {
 /// step's GPU tasks do not split evenly over the parameters.
 std::vector<double> update_kernel_proxy(const Graph& graph, const BackwardPass& pass) {
   const std::size_t params = pass.gradients.size(), kernels = pass.update_tasks.size();
-  if (params == 0 || kernels < params || kernels % params != 0) return {};
-  const std::size_t per_param = kernels / params;
+  const std::size_t per_param = update_tasks_per_gradient(pass);
+  if (per_param == 0) return {};
   std::vector<double> time(params, 0);  // backward order: parameter j of the step is gradient params-1-j
   for (std::size_t k = 0; k < kernels; ++k)
     time[params - 1 - k / per_param] += static_cast<double>(graph.task(pass.update_tasks[k]).duration_ns);
@@ -218,6 +218,41 @@ std::string spread_over_gradients(const Graph& graph, BackwardPass& pass, std::i
   return proxy;
 }
 
+std::size_t update_tasks_per_gradient(const BackwardPass& pass) {
+  const std::size_t params = pass.gradients.size(), tasks = pass.update_tasks.size();
+  return params > 0 && tasks >= params && tasks % params == 0 ? tasks / params : 0;
+}
+
+std::vector<TaskId> next_forward(const Graph& graph, const BackwardPass& pass, const BackwardPass& next) {
+  if (next.gradients.empty() || pass.update_tasks.empty()) return {};
+  const TaskId stop = next.gradients.front().ready;
+  std::vector<TaskId> tasks;
+  for (TaskId t = successor(graph, pass.update_tasks.back(), EdgeType::gpu_sequential); t != kNoTask;
+       t = successor(graph, t, EdgeType::gpu_sequential)) {
+    if (t == stop) return tasks;
+    tasks.push_back(t);
+  }
+  return {};
+}
+
+std::vector<TaskId> forward_use_tasks(const Graph& graph, const BackwardPass& pass,
+                                      const std::vector<TaskId>& forward) {
+  std::vector<double> start(forward.size(), 0);  // cumulative GPU time before each forward task
+  for (std::size_t i = 1; i < forward.size(); ++i)
+    start[i] = start[i - 1] + static_cast<double>(graph.task(forward[i - 1]).duration_ns);
+  const double total = start.back() + static_cast<double>(graph.task(forward.back()).duration_ns);
+  const auto& g = pass.gradients;
+  const double first = static_cast<double>(g.front().ready_ns), last = static_cast<double>(g.back().ready_ns);
+  std::vector<TaskId> uses(g.size());
+  for (std::size_t j = 0; j < g.size(); ++j) {
+    const double still_to_run =
+        last > first ? (last - static_cast<double>(g[g.size() - 1 - j].ready_ns)) / (last - first) : 0;
+    const auto at = std::upper_bound(start.begin(), start.end(), still_to_run * total) - start.begin() - 1;
+    uses[j] = forward[static_cast<std::size_t>(std::max<std::ptrdiff_t>(at, 0))];
+  }
+  return uses;
+}
+
 std::vector<Bucket> fill_buckets(const std::vector<Gradient>& gradients, std::int64_t first_cap, std::int64_t cap) {
   std::vector<Bucket> buckets;
   Bucket current;
@@ -230,6 +265,24 @@ std::vector<Bucket> fill_buckets(const std::vector<Gradient>& gradients, std::in
     }
   }
   if (current.last > current.first) buckets.push_back(current);
+  return buckets;
+}
+
+std::vector<ReadyBucket> gradient_buckets(const BackwardPass& pass, std::int64_t first_cap, std::int64_t cap) {
+  std::vector<ReadyBucket> buckets;
+  for (const Bucket& b : fill_buckets(pass.gradients, first_cap, cap))
+    buckets.push_back({pass.gradients[b.last - 1].ready, b.bytes});
+  return buckets;
+}
+
+std::vector<ReadyBucket> ready_recorded_buckets(const BackwardPass& pass, const TraceCollectives& collectives,
+                                                const LaunchIndex& launches) {
+  std::vector<ReadyBucket> buckets;
+  for (std::size_t i : pass.recorded_buckets) {
+    const TraceCollective& c = collectives.list[i];
+    if (const TaskId ready = launches.last_before(c.thread, c.start_ns); ready != kNoTask)
+      buckets.push_back({ready, c.bytes});
+  }
   return buckets;
 }
 

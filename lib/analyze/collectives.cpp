@@ -1,4 +1,4 @@
-// The collectives a trace records (analyze.hpp).
+// The collectives a trace records, and what its all-reduces say about its ring (analyze.hpp).
 #include <algorithm>
 
 #include "common/text.hpp"
@@ -80,6 +80,35 @@ std::vector<TaskId> traced_allreduce_tasks(const TraceCollectives& collectives) 
     if (c.allreduce) tasks.insert(tasks.end(), c.tasks.begin(), c.tasks.end());
   std::sort(tasks.begin(), tasks.end());
   return tasks;
+}
+
+TracedRingFit fit_traced_allreduces(const TraceCollectives& collectives) {
+  std::vector<MeasuredCollective> samples;
+  TracedRingFit out;
+  for (const auto& c : collectives.list) {
+    if (!c.allreduce || c.tasks.empty()) continue;
+    if (c.bytes == kNone)
+      ++out.unsized;
+    else
+      samples.push_back({c.bytes, c.tasks_ns});
+  }
+  out.sized = samples.size();
+  if (!samples.empty()) out.fit = fit_ring(samples, collectives.world_size);
+  return out;
+}
+
+std::int64_t traced_ring_ranks(const TraceCollectives& collectives) {
+  return collectives.world_size >= 2 ? collectives.world_size : 2;
+}
+
+double measured_ns_per_byte(const Graph& graph, const std::map<TaskId, std::int64_t>& bytes, std::int64_t ranks,
+                            double latency_ns) {
+  double busy_ns = 0, traffic = 0;
+  for (const auto& [task, size] : bytes) {
+    busy_ns += static_cast<double>(graph.task(task).duration_ns) - latency_ns;
+    traffic += ring_traffic_bytes(ranks, static_cast<double>(size));
+  }
+  return traffic > 0 && busy_ns > 0 ? busy_ns / traffic : 0;
 }
 
 }  // namespace daydream

@@ -1,9 +1,11 @@
-// A traced DDP run: its all-reduces per iteration, the copy-back and buffer broadcasts around them (analyze.hpp).
+// A traced DDP run: its all-reduces per iteration and how DDP would re-bucket them, the copy-back and
+// buffer broadcasts around them (analyze.hpp).
 #include <algorithm>
 #include <numeric>
 
 #include "common/text.hpp"
 #include "daydream/analyze.hpp"
+#include "daydream/error.hpp"
 
 namespace daydream {
 
@@ -107,6 +109,43 @@ std::vector<TaskId> buffer_broadcast_tasks(const Graph& graph, const LaunchIndex
   std::sort(tasks.begin(), tasks.end());
   tasks.erase(std::unique(tasks.begin(), tasks.end()), tasks.end());
   return tasks;
+}
+
+CopyBack checked_copy_back(const Graph& graph, const LaunchIndex& launches, const std::vector<TracedPass>& passes) {
+  CopyBack out;
+  for (const TracedPass& pass : passes) {
+    const auto copies = copy_back_copies(graph, launches, pass);
+    std::int64_t bytes = 0;
+    for (TaskId t : copies) bytes += std::max<std::int64_t>(0, graph.task(t).bytes);
+    const auto& recorded = pass.recorded_bytes;
+    const bool sized = std::find(recorded.begin(), recorded.end(), kNone) == recorded.end();
+    if (sized && bytes != std::accumulate(recorded.begin(), recorded.end(), std::int64_t{0})) {
+      ++out.mismatched;
+      continue;
+    }
+    out.copies.insert(out.copies.end(), copies.begin(), copies.end());
+    out.copies_per_pass.push_back(copies.size());
+    out.bytes_per_pass.push_back(bytes);
+  }
+  return out;
+}
+
+std::vector<Bucket> rebucket_traced_pass(const TracedPass& pass, const std::map<TaskId, std::int64_t>& bytes,
+                                         std::int64_t first_cap, std::int64_t cap) {
+  std::vector<Gradient> members;  // as fill_buckets sees gradients
+  for (TaskId t : pass.allreduces) {
+    const auto size = bytes.find(t);
+    if (size == bytes.end())
+      throw Error(
+          "re-bucketing needs the size of every traced all-reduce, and the trace records none "
+          "(record_param_comms 'In msg nelems' and dtype; Nsight traces have no such record): give params "
+          "(the model's parameter count, e.g. params=25.6e6) or param_file");
+    Gradient g;
+    g.ready = t;
+    g.bytes = size->second;
+    members.push_back(g);
+  }
+  return fill_buckets(members, first_cap, cap);
 }
 
 }  // namespace daydream

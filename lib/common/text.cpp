@@ -1,5 +1,7 @@
 #include "common/text.hpp"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -98,6 +100,25 @@ TimeNs lower_quantile(std::vector<TimeNs>& values, std::size_t parts) {
   const auto at = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / parts);
   std::nth_element(values.begin(), at, values.end());
   return *at;
+}
+
+std::string count_range(const std::vector<std::size_t>& counts) {
+  if (counts.empty()) return "0";
+  const auto [low, high] = std::minmax_element(counts.begin(), counts.end());
+  return *low == *high ? fmt::format("{}", *low) : fmt::format("{}-{}", *low, *high);
+}
+
+std::string megabytes(double bytes) { return fmt::format("{:.2f} MB", bytes / 1e6); }
+
+std::string megabytes_range(const std::vector<std::int64_t>& bytes) {
+  if (bytes.empty()) return megabytes(0);
+  const auto [low, high] = std::minmax_element(bytes.begin(), bytes.end());
+  const std::string text = megabytes(static_cast<double>(*low));
+  return *low == *high ? text : text + " to " + megabytes(static_cast<double>(*high));
+}
+
+std::string bandwidth_text(double ns_per_byte) {
+  return ns_per_byte > 0 ? fmt::format("{:.3g} GB/s", 1.0 / ns_per_byte) : std::string("infinite");
 }
 
 }  // namespace daydream::text

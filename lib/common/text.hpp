@@ -39,4 +39,17 @@ std::string squashed(std::string_view name);
 /// reorders `values`; 0 when empty.
 TimeNs lower_quantile(std::vector<TimeNs>& values, std::size_t parts);
 
+// --- numbers in notes ---
+
+/// "24" when every count is the same, else "20-24" (lowest-highest); "0" for none.
+std::string count_range(const std::vector<std::size_t>& counts);
+/// `bytes` in decimal megabytes with two decimals: "25.20 MB".
+std::string megabytes(double bytes);
+/// megabytes() of the value when all are the same, else "1.00 MB to 2.00 MB" (lowest to highest);
+/// "0.00 MB" for none.
+std::string megabytes_range(const std::vector<std::int64_t>& bytes);
+/// The bandwidth of a link of `ns_per_byte` (model.hpp) to three significant digits: "12.5 GB/s";
+/// "infinite" for 0.
+std::string bandwidth_text(double ns_per_byte);
+
 }  // namespace daydream::text

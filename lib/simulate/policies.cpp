@@ -15,4 +15,15 @@ double PrecomputedPolicy::priority(const Graph&, TaskId task) const {
   return priorities_[task];
 }
 
+PrecomputedPolicy priorities_over_trace_order(const Graph& graph, const std::unordered_map<TaskId, double>& priorities,
+                                              std::string name) {
+  const TraceOrderPolicy trace_order;
+  std::vector<double> all(graph.num_tasks());
+  for (TaskId t = 0; t < graph.num_tasks(); ++t) {
+    const auto given = priorities.find(t);
+    all[t] = given != priorities.end() ? given->second : trace_order.priority(graph, t);
+  }
+  return PrecomputedPolicy(std::move(all), std::move(name));
+}
+
 }  // namespace daydream

@@ -1,6 +1,6 @@
-// Editing blocks of work (transform.hpp): a block removed without the gaps inside it, tasks
-// inserted at an exact place on a chain, a block replaced by new tasks, GPU work removed with its
-// launches.
+// Editing blocks of work (transform.hpp): a block removed without the gaps inside it (or a run
+// fused into its neighbour), tasks inserted at an exact place on a chain, a block replaced by new
+// tasks, GPU work removed with its launches.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -40,6 +40,13 @@ void take_over_edges(Graph& graph, const CrossingEdges& crossing, const std::map
   for (const auto& [pair, edge] : edges) graph.connect(pair.first, pair.second, edge);
 }
 
+// Every edge between two tasks of the mask loses its delay.
+void zero_delays_within(Graph& graph, const std::vector<TaskId>& tasks, const std::vector<char>& mask) {
+  for (TaskId t : tasks)
+    for (const auto& s : graph.successors(t))
+      if (mask[s.task]) graph.edge(t, s.task).delay_ns = 0;
+}
+
 }  // namespace
 
 ChainSpot chain_spot(const Graph& graph, TaskId first, const std::vector<char>& in_block) {
@@ -49,6 +56,10 @@ ChainSpot chain_spot(const Graph& graph, TaskId first, const std::vector<char>& 
     if (is_chain_edge(graph, p, first, e.type)) spot.prev = p, spot.delay_in_ns = e.delay_ns;
     return true;
   });
+  if (first >= in_block.size() || !in_block[first]) {  // `first` stays: the spot is right before it
+    spot.next = first;
+    return spot;
+  }
   for (TaskId t = first; t != kNoTask && spot.next == kNoTask;) {
     TaskId after = kNoTask;
     graph.visit_successors(t, [&](TaskId s, const Edge& e) {
@@ -63,15 +74,17 @@ ChainSpot chain_spot(const Graph& graph, TaskId first, const std::vector<char>& 
   return spot;
 }
 
+void zero_inner_delays(Graph& graph, const std::vector<TaskId>& tasks) {
+  zero_delays_within(graph, tasks, task_mask(graph, tasks));
+}
+
 CrossingEdges remove_block(Graph& graph, std::vector<TaskId> tasks) {
-  std::vector<char> in_block(graph.num_tasks(), 0);
-  for (TaskId t : tasks) in_block[t] = 1;
+  const auto in_block = task_mask(graph, tasks);
+  zero_delays_within(graph, tasks, in_block);
   CrossingEdges crossing;
   for (TaskId t : tasks) {
-    for (const auto& s : graph.successors(t)) {
-      if (in_block[s.task]) graph.edge(t, s.task).delay_ns = 0;
-      else crossing.out.push_back({t, s.task, s.edge});
-    }
+    for (const auto& s : graph.successors(t))
+      if (!in_block[s.task]) crossing.out.push_back({t, s.task, s.edge});
     for (const auto& p : graph.predecessors(t))
       if (!in_block[p.task]) crossing.in.push_back({p.task, t, p.edge});
   }
@@ -83,6 +96,16 @@ CrossingEdges remove_block(Graph& graph, std::vector<TaskId> tasks) {
   std::sort(tasks.begin(), tasks.end(), [&](TaskId a, TaskId b) { return key(a) < key(b); });
   for (TaskId t : tasks) graph.remove(t);
   return crossing;
+}
+
+void remove_run(Graph& graph, const std::vector<TaskId>& run) {
+  const TaskId before = chain_prev(graph, run.front()), after = chain_next(graph, run.back());
+  TimeNs gap = 0;
+  if (after != kNoTask)
+    for (const auto& p : graph.predecessors(after))
+      if (p.task == run.back()) gap = p.edge.delay_ns;
+  remove_block(graph, run);
+  if (before != kNoTask && after != kNoTask) graph.edge(before, after).delay_ns = gap;
 }
 
 TaskId insert_between(Graph& graph, NewTask task, TaskId prev, TaskId next, TimeNs delay_in_ns, TimeNs delay_out_ns,
@@ -102,8 +125,7 @@ TaskId insert_between(Graph& graph, NewTask task, TaskId prev, TaskId next, Time
 
 std::vector<std::vector<TaskId>> replace_block(Graph& graph, const std::vector<TaskId>& block,
                                                std::vector<Replacement> replacements) {
-  std::vector<char> in_block(graph.num_tasks(), 0);
-  for (TaskId t : block) in_block[t] = 1;
+  const auto in_block = task_mask(graph, block);
   std::vector<ChainSpot> spots;
   for (const Replacement& r : replacements) spots.push_back(chain_spot(graph, first_on_unit(graph, block, r.unit), in_block));
   const CrossingEdges crossing = remove_block(graph, block);

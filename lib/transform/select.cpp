@@ -8,6 +8,7 @@
 #include <cmath>
 #include <regex>
 
+#include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "daydream/transform.hpp"
 #include "transform/pattern.hpp"
@@ -196,6 +197,13 @@ TimeNs TaskSet::total_duration_ns() const {
   TimeNs total = 0;
   for (TaskId t : ids_) total += graph_->task(t).duration_ns;
   return total;
+}
+
+TimeNs TaskSet::median_duration_ns() const {
+  std::vector<TimeNs> durations;
+  durations.reserve(ids_.size());
+  for (TaskId t : ids_) durations.push_back(graph_->task(t).duration_ns);
+  return text::median(std::move(durations), text::EvenCount::upper);
 }
 
 }  // namespace daydream

@@ -1,5 +1,5 @@
-// Walking the graph (transform.hpp): neighbours by edge type, what a call launched, the tasks of
-// each unit in trace order and the windows of named CPU ranges.
+// Walking the graph (transform.hpp): neighbours by edge type, runs of them on a chain, what a
+// call launched, the tasks of each unit in trace order and the windows of named CPU ranges.
 #include <algorithm>
 #include <regex>
 #include <unordered_map>
@@ -50,6 +50,22 @@ TaskId chain_prev(const Graph& graph, TaskId task) {
   return first_neighbor(graph, task, false, [&](TaskId p, const Edge& e) { return is_chain_edge(graph, p, task, e.type); });
 }
 
+std::vector<TaskId> run_after(const Graph& graph, TaskId task, std::size_t max, const std::function<bool(TaskId)>& keep) {
+  std::vector<TaskId> run;
+  for (TaskId t = chain_next(graph, task); run.size() < max && t != kNoTask && keep(t); t = chain_next(graph, t))
+    run.push_back(t);
+  return run;
+}
+
+std::vector<TaskId> run_before(const Graph& graph, TaskId task, std::size_t max,
+                               const std::function<bool(TaskId)>& keep) {
+  std::vector<TaskId> run;
+  for (TaskId t = chain_prev(graph, task); run.size() < max && t != kNoTask && keep(t); t = chain_prev(graph, t))
+    run.push_back(t);
+  std::reverse(run.begin(), run.end());
+  return run;
+}
+
 std::vector<TaskId> launched_by(const Graph& graph, TaskId call) {
   std::vector<TaskId> launched;
   graph.visit_successors(call, [&](TaskId s, const Edge& e) {
@@ -78,6 +94,22 @@ std::vector<std::vector<TaskId>> tasks_by_unit(const Graph& graph) {
   return by_unit;
 }
 
+std::map<UnitId, std::vector<TaskId>> group_by_unit(const Graph& graph, const std::vector<TaskId>& tasks) {
+  std::map<UnitId, std::vector<TaskId>> groups;
+  for (TaskId t : tasks) groups[graph.task(t).unit].push_back(t);
+  for (auto& [unit, list] : groups)
+    std::sort(list.begin(), list.end(), [&](TaskId a, TaskId b) {
+      return std::pair(graph.task(a).recorded_start_ns, a) < std::pair(graph.task(b).recorded_start_ns, b);
+    });
+  return groups;
+}
+
+std::vector<char> task_mask(const Graph& graph, const std::vector<TaskId>& tasks) {
+  std::vector<char> mask(graph.num_tasks(), 0);
+  for (TaskId t : tasks) mask[t] = 1;
+  return mask;
+}
+
 std::vector<RangeWindow> range_windows(const Graph& graph, const std::string& pattern) {
   const std::regex regex = compile_pattern(pattern, "range");
   std::unordered_map<std::uint32_t, bool> matches;  // per interned name: one regex search each
@@ -102,6 +134,24 @@ std::vector<TaskId> tasks_in(const Graph& graph, const std::vector<TaskId>& unit
   for (; it != unit_tasks.end() && window.contains(start(*it)); ++it)
     if (!graph.removed(*it)) inside.push_back(*it);
   return inside;
+}
+
+RangeTasks::RangeTasks(const Graph& graph, const std::string& pattern)
+    : graph_(&graph), windows_(range_windows(graph, pattern)), by_unit_(tasks_by_unit(graph)) {}
+
+std::vector<TaskId> RangeTasks::tasks(const RangeWindow& window, UnitId unit) const {
+  if (unit >= by_unit_.size()) return {};  // a unit added since: none of its tasks has a recorded time
+  return tasks_in(*graph_, by_unit_[unit], window);
+}
+
+const RangeWindow* RangeTasks::around(TaskId task) const {
+  const Task& t = graph_->task(task);
+  const auto key = std::pair(t.unit, t.recorded_start_ns);
+  auto it = std::upper_bound(windows_.begin(), windows_.end(), key,
+                             [](const auto& k, const RangeWindow& w) { return k < std::pair(w.unit, w.start_ns); });
+  if (it == windows_.begin()) return nullptr;
+  --it;
+  return it->unit == t.unit && it->contains(t.recorded_start_ns) ? &*it : nullptr;
 }
 
 }  // namespace daydream

@@ -9,8 +9,6 @@ kernel, launched by one more call before that kernel's call. docs/scenarios/amp.
     autocast_amp.apply(graph)
 """
 
-import statistics
-
 NAME = "amp"
 # Other parameters the twin test checks: spec arguments -> apply() keywords.
 CASES = {"casts=0": {"casts": 0}, "tensor_core=8,other=1.5": {"tensor_core": 8.0, "other": 1.5}}
@@ -18,23 +16,31 @@ TENSOR_CORE = ("(?i)^(?![^(]*(offsets|reduce|winogradtiles|winograd_nonfused))"
                "[^(]*(gemm|conv|wgrad|dgrad|fprop|cutlass|xmma|scudnn|[sh](884|1688|16816))")
 
 
-def _median(tasks):
-    return statistics.median_high([t.duration_ns for t in tasks]) if len(tasks) else 0
+def _cast_kernel_ns(graph, pattern):
+    """The median elementwise kernel after scaling; any non-tensor-core kernel when there is none."""
+    kernels = graph.select(kind="kernel", name="(?i)elementwise", name_not=pattern)
+    return (kernels if len(kernels) else graph.select(kind="kernel", name_not=pattern)).median_duration_ns
 
 
-def _insert_cast(graph, kernel, call, cost):
-    """A cast kernel before `kernel` on its stream, launched by a new call before `call`."""
-    cpu_before = graph.predecessor(call, "cpu_sequential")
-    if cpu_before is None:
-        return False
-    gpu_before = graph.predecessor(kernel, "gpu_sequential")
-    launch = graph.insert("cudaLaunchKernel (amp cast)", cost["launch_call_ns"], call.unit_id, kind="runtime",
-                          after=[cpu_before], before=[call], iteration=call.iteration, phase="forward")
-    cast = graph.insert("amp cast fp32 -> fp16", cost["gpu_ns"], kernel.unit_id, kind="kernel",
-                        after=[gpu_before] if gpu_before else [], before=[kernel],
-                        before_delay_ns=cost["stream_gap_ns"], iteration=kernel.iteration, phase="forward")
-    graph.connect(launch, cast, "launch", delay_ns=cost["launch_latency_ns"], timing="start_to_start")
-    return True
+def _insert_casts(graph, tensor_core, cast_ns, launch_call_ns):
+    """One cast per forward operator, before its first tensor-core kernel on its stream, launched by
+    one more call before that kernel's launch call (none when that call starts its thread)."""
+    operators_done = set()
+    for kernel in tensor_core:
+        if kernel.phase != "forward":
+            continue
+        if kernel.op_event is not None:
+            if kernel.op_event in operators_done:
+                continue
+            operators_done.add(kernel.op_event)
+        call = graph.predecessor(kernel, "launch")
+        if call is None:
+            continue
+        launch = {"name": "cudaLaunchKernel (amp cast)", "kind": "runtime", "duration_ns": launch_call_ns,
+                  "iteration": call.iteration, "phase": "forward"}
+        cast = {"name": "amp cast fp32 -> fp16", "kind": "kernel", "duration_ns": cast_ns,
+                "iteration": kernel.iteration, "phase": "forward"}
+        graph.insert_launched(launch, cast, call, kernel)
 
 
 def apply(graph, tensor_core: float = 3.0, other: float = 2.0, casts: int = 1, pattern: str = TENSOR_CORE) -> None:
@@ -46,19 +52,4 @@ def apply(graph, tensor_core: float = 3.0, other: float = 2.0, casts: int = 1, p
     rest.scale(1.0 / other)
     if casts == 0 or not len(graph.select(phase="forward")):
         return
-    elementwise = graph.select(kind="kernel", name="(?i)elementwise", name_not=pattern)
-    calibration = graph.calibration
-    cost = {"gpu_ns": _median(elementwise if len(elementwise) else graph.select(kind="kernel", name_not=pattern)),
-            "launch_call_ns": launch_call_ns, "launch_latency_ns": calibration["launch_latency_ns"]["kernel"],
-            "stream_gap_ns": calibration["gpu_gap_ns"]}
-    operators_done = set()
-    for kernel in fast:
-        if kernel.phase != "forward":
-            continue
-        if kernel.op_event is not None:
-            if kernel.op_event in operators_done:
-                continue
-            operators_done.add(kernel.op_event)
-        call = graph.predecessor(kernel, "launch")
-        if call is not None:
-            _insert_cast(graph, kernel, call, cost)
+    _insert_casts(graph, fast, _cast_kernel_ns(graph, pattern), launch_call_ns)

@@ -11,7 +11,8 @@ def test_exports():
         "EDGE_TYPES", "PHASES", "TASK_KINDS", "UNIT_KINDS", "Error", "Graph", "Result", "Task",
         "TaskSet", "__version__", "load", "Prediction", "scenarios", "describe", "predict",
         "apply_scenario", "sweep", "validate", "write_timeline", "fit_link", "collective_traffic_bytes",
-        "estimate_loads", "recorded_first_starts"}
+        "estimate_loads", "recorded_first_starts", "RangeTasks", "TraceCollectives", "BackwardPass",
+        "TracedPass", "LaunchIndex", "RingCost", "ns_per_byte", "read_parameter_counts"}
     # sweep and validate are written in Python (daydream/_sweep.py, daydream/_validate.py)
     for name in set(daydream.__all__) - {"sweep", "validate"}:
         assert getattr(daydream, name) is getattr(_core, name)
@@ -45,7 +46,7 @@ def public_members(cls):
 
 def test_every_def_has_a_docstring():
     assert _core.__doc__ and _core.load.__doc__
-    for cls in (daydream.Graph, daydream.Task, daydream.TaskSet, daydream.Result):
+    for cls in (daydream.Graph, daydream.Task, daydream.TaskSet, daydream.Result, daydream.RangeTasks):
         assert cls.__doc__, cls
         for name, member in public_members(cls):
             doc = member.__doc__ if not isinstance(member, property) else member.fget.__doc__
@@ -54,7 +55,7 @@ def test_every_def_has_a_docstring():
 
 def test_stub_covers_the_api():
     stub = (Path(daydream.__file__).parent / "_core.pyi").read_text()
-    for cls in (daydream.Graph, daydream.Task, daydream.TaskSet, daydream.Result):
+    for cls in (daydream.Graph, daydream.Task, daydream.TaskSet, daydream.Result, daydream.RangeTasks):
         for name, _ in public_members(cls):
             if not name.startswith("_") or name in ("__len__", "__iter__"):
                 assert f"def {name}(" in stub, f"{cls.__name__}.{name} missing from _core.pyi"
@@ -62,7 +63,7 @@ def test_stub_covers_the_api():
 
 def test_signatures_are_readable():
     assert "pred" in daydream.Graph.select.__doc__ and "schedule" in daydream.Graph.simulate.__doc__
-    for cls in (daydream.Graph, daydream.Task, daydream.TaskSet, daydream.Result):
+    for cls in (daydream.Graph, daydream.Task, daydream.TaskSet, daydream.Result, daydream.RangeTasks):
         for name, member in public_members(cls):
             if not isinstance(member, property):
                 assert "handle" not in member.__doc__.splitlines()[0], f"{cls.__name__}.{name}"

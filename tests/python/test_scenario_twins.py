@@ -1,6 +1,7 @@
 """Each Python twin in scenarios/examples/ (written over the public primitives) changes a graph
 exactly as its built-in C++ scenario does: the same graph fingerprint and the same simulated
-iteration times, to the ns, on the bundled example and on real traces (skipped with a reason
+iteration times, to the ns (the twin's graph with the schedule its apply() returns, the built-in's
+with its own schedule policy), on the bundled example and on real traces (skipped with a reason
 where ../shared is absent)."""
 
 import importlib
@@ -56,16 +57,18 @@ def cases():
 
 @pytest.mark.parametrize(("twin", "args", "kwargs"), list(cases()), ids=lambda v: v if isinstance(v, str) else "")
 def test_twin_changes_the_graph_as_the_builtin_does(graph, twin, args, kwargs):
+    """apply() may return a schedule (p3's priorities, {task id: priority}); the built-in's own
+    policy is the one daydream.predict simulates its changed graph with."""
     module = importlib.import_module(twin)
-    builtin, python = graph.copy(), graph.copy()
+    python = graph.copy()
     try:
-        daydream.apply_scenario(builtin, f"{module.NAME}:{args}" if args else module.NAME)
+        builtin = daydream.predict(graph, f"{module.NAME}:{args}" if args else module.NAME)
     except daydream.Error:
         with pytest.raises((ValueError, daydream.Error)):
             module.apply(python, **kwargs)
         return
-    module.apply(python, **kwargs)
-    assert python.fingerprint() == builtin.fingerprint()
-    expected, got = builtin.simulate(), python.simulate()
+    schedule = module.apply(python, **kwargs)
+    assert python.fingerprint() == builtin.graph.fingerprint()
+    expected, got = builtin.result, python.simulate(schedule=schedule)
     assert got.total_ns == expected.total_ns
     assert got.iteration_times_ns == expected.iteration_times_ns

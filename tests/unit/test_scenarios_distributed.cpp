@@ -144,6 +144,14 @@ TEST_CASE("the ring fit recovers latency and bandwidth exactly from synthetic co
   // A line needs two distinct sizes, and one GPU has no traffic to fit.
   CHECK_FALSE(fit_ring({{1'000, 10}, {1'000, 12}}, 4));
   CHECK_FALSE(fit_ring(samples, 1));
+  // It stands in for defaults only where it explains the times with a latency >= 0 and a finite link.
+  CHECK(fit->usable());
+  LinkFit weak = *fit;
+  weak.r_squared = kMinFitRSquared - 0.01;
+  CHECK_FALSE(weak.usable());
+  LinkFit infinite = *fit;
+  infinite.link.ns_per_byte = 0;
+  CHECK_FALSE(infinite.usable());
 }
 
 TEST_CASE("DDP buckets fill in ready order and close at their caps", "[scenario][distributed]") {
@@ -211,6 +219,34 @@ TEST_CASE("gradients: ready tasks, optimizer barrier and sizes from each source"
 }
 
 // --- ddp --------------------------------------------------------------------------------------
+
+TEST_CASE("the next forward, where it uses each parameter, sizes from counts, buckets by ready task",
+          "[scenario][distributed]") {
+  const Graph g = graph_of(training_loop());
+  auto passes = find_backward_passes(g, read_trace_collectives(g));
+  REQUIRE(passes.size() == 2);
+  CHECK(update_tasks_per_gradient(passes[0]) == 1);  // SGD: one kernel per parameter
+  // From the step's last update along the stream to the next pass's first gradient.
+  const auto forward = next_forward(g, passes[0], passes[1]);
+  CHECK(forward == std::vector<TaskId>{task_named(g, "fwd_a", 1), task_named(g, "fwd_b", 1)});
+  CHECK(next_forward(g, passes[1], passes[0]).empty());  // the stream never leads back
+  // Gradients ready at 80, 100, 120 us: parameter 0 (ready last) is used at the forward's start,
+  // parameter 1 (half the backward still to run) half-way through its 30 us, parameter 2 at its end.
+  CHECK(forward_use_tasks(g, passes[0], forward) == std::vector<TaskId>{forward[0], forward[1], forward[1]});
+  // Counts in forward order, matched in reverse: parameter 2 (500 elements) is ready first.
+  CHECK(set_gradient_bytes(passes[0], {1000, 250'000, 500}, 4));
+  CHECK(gradient_bytes({passes[0]}) == std::vector<std::int64_t>{2000, 1'000'000, 4000});
+  CHECK_FALSE(set_gradient_bytes(passes[0], {1, 2}, 4));
+  const auto buckets = gradient_buckets(passes[0], 1000, 2'000'000);  // {2000}, {1 MB, 4000}
+  REQUIRE(buckets.size() == 2);
+  CHECK((buckets[0].ready == task_named(g, "bwd_2") && buckets[0].bytes == 2000));
+  CHECK((buckets[1].ready == task_named(g, "bwd_0") && buckets[1].bytes == 1'004'000));
+  // A schedule for some tasks, trace order for the rest.
+  const auto policy = priorities_over_trace_order(g, {{task_named(g, "fwd_b"), -1.0}}, "some first");
+  CHECK(policy.name() == "some first");
+  CHECK(policy.priority(g, task_named(g, "fwd_b")) == -1.0);
+  CHECK(policy.priority(g, task_named(g, "fwd_a")) == TraceOrderPolicy{}.priority(g, task_named(g, "fwd_a")));
+}
 
 TEST_CASE("ddp inserts bucket all-reduces between the gradients and the optimizer step", "[scenario][distributed]") {
   const TempFile file("ddp_insert.json", kParamFile);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "daydream/analyze.hpp"
 #include "daydream/error.hpp"
 #include "daydream/layers.hpp"
 #include "daydream/simulate.hpp"
@@ -369,6 +370,97 @@ TEST_CASE("replace_block puts new tasks where the block was, keeping only the ga
   CHECK(r.start_ns[p.c] == 47 * us);  // waits for the fused kernel
   CHECK_THROWS_WITH(replace_block(p.g, {p.a}, {{p.gpu, {kernel}, 0, false}}),
                     Catch::Contains("the block has no task on unit 1"));
+}
+
+TEST_CASE("runs on a chain, tasks per unit and the tasks of a range's windows", "[transform][primitives]") {
+  Pipeline p;
+  const std::map<UnitId, std::vector<TaskId>> by_unit{{p.cpu, {p.a, p.c}}, {p.gpu, {p.k1, p.k2}}};
+  CHECK(group_by_unit(p.g, {p.k2, p.c, p.k1, p.a}) == by_unit);
+  CHECK(task_mask(p.g, {p.b, p.k1}) == std::vector<char>{0, 1, 0, 1, 0});
+  const auto all = [](TaskId) { return true; };
+  CHECK(run_after(p.g, p.a, 5, all) == std::vector<TaskId>{p.b, p.c});
+  CHECK(run_after(p.g, p.a, 1, all) == std::vector<TaskId>{p.b});
+  CHECK(run_after(p.g, p.a, 5, [&](TaskId t) { return t != p.c; }) == std::vector<TaskId>{p.b});
+  CHECK(run_before(p.g, p.c, 5, all) == std::vector<TaskId>{p.a, p.b});  // chain order
+  CHECK(run_before(p.g, p.a, 5, all).empty());
+  // A step over a and b (0 to 21 us); an operator inside it around b.
+  p.g.set_ranges({{p.g.intern("ProfilerStep#1"), p.cpu, 0, 21 * us}, {p.g.intern("aten::relu_"), p.cpu, 11 * us, 21 * us}});
+  const RangeTasks steps(p.g, "ProfilerStep#");
+  REQUIRE(steps.windows().size() == 1);
+  const RangeWindow& step = steps.windows()[0];
+  CHECK(steps.tasks(step) == std::vector<TaskId>{p.a, p.b});
+  CHECK(steps.tasks(step, p.gpu) == std::vector<TaskId>{p.k1});  // k2 starts at 42 us
+  CHECK(steps.around(p.b) == &step);
+  CHECK(steps.around(p.c) == nullptr);
+  CHECK(RangeTasks(p.g, "relu").around(p.a) == nullptr);
+  p.g.remove(p.a);
+  CHECK(steps.tasks(step) == std::vector<TaskId>{p.b});  // removed since: skipped
+  CHECK_THROWS_WITH(RangeTasks(p.g, "("), Catch::Contains("invalid range pattern"));
+}
+
+TEST_CASE("a spot before a kept task, the gaps inside a block, a run fused into its neighbour", "[transform][primitives]") {
+  Pipeline p;
+  const ChainSpot before_b = chain_spot(p.g, p.b, task_mask(p.g, {p.c}));  // b stays: right before it
+  CHECK(before_b.prev == p.a);
+  CHECK(before_b.delay_in_ns == 1 * us);
+  CHECK(before_b.next == p.b);
+  CHECK(before_b.delay_out_ns == 0);
+  const ChainSpot of_b = chain_spot(p.g, p.b, task_mask(p.g, {p.b}));
+  CHECK(of_b.next == p.c);
+  CHECK(of_b.delay_out_ns == 1 * us);
+  Pipeline q;
+  zero_inner_delays(q.g, {q.a, q.b, q.k2});
+  CHECK(edge_between(q.g, q.a, q.b)->delay_ns == 0);
+  CHECK(edge_between(q.g, q.b, q.c)->delay_ns == 1 * us);  // c is not one of them
+  remove_run(p.g, {p.b});
+  CHECK(edge_between(p.g, p.a, p.c)->delay_ns == 1 * us);  // b's gap after it, not both (remove_block: 2 us)
+}
+
+TEST_CASE("launches: one call, a CUDA graph, a GPU task inserted with its call", "[transform][primitives]") {
+  Pipeline p;
+  p.g.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)] = 3 * us;
+  p.g.calibration().gpu_gap_ns = 500;
+  const TaskId x = insert_between(p.g, NewTask::of("cudaGraphLaunch", TaskKind::runtime, 1 * us), kNoTask, p.a, 0, 0);
+  CHECK(launch_graph(p.g, x, group_by_unit(p.g, {p.k1, p.k2})) == std::vector<TaskId>{p.k2});
+  CHECK(edge_between(p.g, x, p.k1)->type == EdgeType::launch);
+  CHECK(edge_between(p.g, x, p.k1)->timing == Timing::start_to_start);
+  CHECK(edge_between(p.g, x, p.k1)->delay_ns == 3 * us);
+  CHECK(edge_between(p.g, p.k1, p.k2)->delay_ns == 500);  // back to back inside the graph
+  const std::size_t tasks = p.g.num_tasks();
+  auto call = NewTask::of("cast call", TaskKind::runtime, 1 * us, -1, Phase::forward);
+  auto cast = NewTask::of("cast", TaskKind::kernel, 4 * us, -1, Phase::forward);
+  CHECK_FALSE(insert_launched(p.g, call, cast, x, p.k1));  // x starts its thread
+  CHECK(p.g.num_tasks() == tasks);
+  const auto inserted = insert_launched(p.g, call, cast, p.b, p.k2);
+  REQUIRE(inserted);
+  const auto [c, k] = *inserted;
+  CHECK(chain_prev(p.g, c) == p.a);
+  CHECK(chain_next(p.g, c) == p.b);
+  CHECK(chain_prev(p.g, k) == p.k1);
+  CHECK(edge_between(p.g, k, p.k2)->delay_ns == 500);
+  CHECK(launched_by(p.g, c) == std::vector<TaskId>{k});
+  CHECK(p.g.task(k).phase == Phase::forward);
+}
+
+TEST_CASE("what a CPU task does with the GPU, and typical durations", "[transform][primitives]") {
+  Pipeline p;
+  CHECK(gpu_use(p.g, p.a) == GpuUse::kernels);
+  CHECK(gpu_use(p.g, p.c) == GpuUse::none);
+  CHECK(waits_for_gpu(p.g, p.c));
+  CHECK_FALSE(waits_for_gpu(p.g, p.a));
+  p.g.set_blocking(p.c, true);
+  CHECK(gpu_use(p.g, p.c) == GpuUse::wait);
+  const TaskId to_host = p.add("Memcpy DtoH (Device -> Pageable)", p.gpu, TaskKind::memcpy, 1 * us, 70 * us);
+  const TaskId peer = p.add("Memcpy PtoP (Device -> Device)", p.gpu, TaskKind::memcpy, 1 * us, 72 * us);
+  p.g.add_edge(p.b, peer, {EdgeType::launch, Timing::start_to_start, 0, false});
+  CHECK(gpu_use(p.g, p.b) == GpuUse::device_work);
+  p.g.add_edge(p.b, to_host, {EdgeType::launch, Timing::start_to_start, 0, false});
+  CHECK(gpu_use(p.g, p.b) == GpuUse::host_copy);
+  CHECK(is_host_copy(p.g, to_host));
+  CHECK_FALSE(is_host_copy(p.g, peer));
+  CHECK(to_string(GpuUse::device_work) == "device_work");
+  CHECK(p.g.select(TaskFilter().kind(TaskKind::kernel)).median_duration_ns() == 40 * us);  // the upper of 20, 40
+  CHECK(p.g.select(TaskFilter().name("none")).median_duration_ns() == 0);
 }
 
 TEST_CASE("TaskFilter::rank selects the tasks of one rank's units", "[transform][primitives]") {

@@ -48,6 +48,24 @@ py::object task_or_none(const GraphPtr& box, TaskId id) {
   return id == kNoTask ? py::object(py::none()) : py::cast(TaskRef{box, id});
 }
 
+std::vector<TaskRef> task_refs(const GraphPtr& box, const std::vector<TaskId>& ids) {
+  std::vector<TaskRef> out;
+  out.reserve(ids.size());
+  for (TaskId id : ids) out.push_back({box, id});
+  return out;
+}
+
+NewTask new_task_of(py::handle spec) {
+  const auto d = py::reinterpret_borrow<py::dict>(spec);
+  NewTask task;
+  task.name = d["name"].cast<std::string>();
+  task.kind = parse_task_kind(d["kind"].cast<std::string>());
+  task.duration_ns = non_negative_ns(d["duration_ns"], "duration_ns");
+  if (d.contains("iteration")) task.iteration = d["iteration"].cast<std::int32_t>();
+  if (d.contains("phase")) task.phase = parse_phase(d["phase"].cast<std::string>());
+  return task;
+}
+
 py::object int_or_none(std::int64_t value) { return value == kNone ? py::object(py::none()) : py::int_(value); }
 
 TaskId task_id_in(const GraphBox& box, py::handle handle) {

@@ -15,6 +15,7 @@
 
 #include "daydream/graph.hpp"
 #include "daydream/simulate.hpp"
+#include "daydream/transform.hpp"
 
 namespace daydream::python {
 
@@ -99,6 +100,11 @@ std::vector<TaskId> task_ids_in(const GraphBox& box, py::handle handle);
 UnitId unit_id_in(const GraphBox& box, py::handle handle);
 /// The Task `id` of `box`'s graph, or None for kNoTask.
 py::object task_or_none(const GraphPtr& box, TaskId id);
+/// The Tasks `ids` of `box`'s graph, in that order.
+std::vector<TaskRef> task_refs(const GraphPtr& box, const std::vector<TaskId>& ids);
+/// A NewTask from a task dict {"name", "kind", "duration_ns", "iteration", "phase"} (the last two
+/// optional); its unit and edges are for the primitive that places it.
+NewTask new_task_of(py::handle spec);
 /// `value` as an int, or None for kNone (a size, an event index, a rank the trace does not give).
 py::object int_or_none(std::int64_t value);
 /// `value` as a non-negative integer number of ns; ValueError (naming `what`) otherwise.
@@ -136,6 +142,7 @@ void init_graph(py::module_& m);
 void init_transform(py::module_& m);
 void init_primitives(py::module_& m);
 void init_analyze_dataloader(py::module_& m);
+void init_transform_blocks(py::module_& m);
 void init_simulate(py::module_& m);
 void init_load(py::module_& m);
 

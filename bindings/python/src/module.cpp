@@ -16,6 +16,7 @@ using namespace daydream::python;
 namespace daydream::python {
 void init_collector(py::module_& m);  // collector.cpp: the daydream.collector submodule
 void init_predict(py::module_& m);    // predict.cpp: scenarios, predictions, sweeps, timelines
+void init_analyze_data_parallel(py::module_& m);  // analyze_data_parallel.cpp: what ddp and p3 are made of
 }
 
 PYBIND11_MODULE(_core, m) {
@@ -53,6 +54,8 @@ PYBIND11_MODULE(_core, m) {
   init_transform(m);
   init_primitives(m);
   init_analyze_dataloader(m);
+  init_transform_blocks(m);
+  init_analyze_data_parallel(m);
   init_simulate(m);
   init_load(m);
   init_predict(m);

@@ -16,26 +16,6 @@ namespace {
 
 using GraphClass = py::class_<GraphBox, GraphPtr>;
 
-std::vector<TaskRef> task_refs(const GraphPtr& box, const std::vector<TaskId>& ids) {
-  std::vector<TaskRef> out;
-  out.reserve(ids.size());
-  for (TaskId id : ids) out.push_back({box, id});
-  return out;
-}
-
-/// A NewTask from {"name", "kind", "duration_ns", "iteration", "phase"} (unit and edges are set
-/// by the primitive that places it).
-NewTask new_task_of(py::handle spec) {
-  const auto d = py::reinterpret_borrow<py::dict>(spec);
-  NewTask task;
-  task.name = d["name"].cast<std::string>();
-  task.kind = parse_task_kind(d["kind"].cast<std::string>());
-  task.duration_ns = non_negative_ns(d["duration_ns"], "duration_ns");
-  if (d.contains("iteration")) task.iteration = d["iteration"].cast<std::int32_t>();
-  if (d.contains("phase")) task.phase = parse_phase(d["phase"].cast<std::string>());
-  return task;
-}
-
 Replacement replacement_of(const GraphBox& box, py::handle spec) {
   if (!py::isinstance<py::dict>(spec))
     throw py::type_error("replace_block: each replacement is a dict {unit, tasks, gap_ns, take_over_edges}");
