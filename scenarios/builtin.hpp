@@ -18,6 +18,7 @@ Scenario dataloader_workers();
 Scenario network();
 Scenario rank_speed();
 Scenario scale_out();
+Scenario gpu();
 
 /// All of the above, in this order.
 std::vector<Scenario> builtin();

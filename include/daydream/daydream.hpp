@@ -20,6 +20,7 @@
 #include "daydream/ingest.hpp"
 #include "daydream/job.hpp"
 #include "daydream/layers.hpp"
+#include "daydream/device.hpp"
 #include "daydream/model.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/report/chrome_trace.hpp"

@@ -108,6 +108,9 @@ struct Task {
   std::int64_t bytes = kNone;        ///< memcpy/memset size
   Phase phase = Phase::unknown;
   std::uint32_t layer = 0;           ///< layer name (index into strings), 0 = none
+  /// A kernel's launch configuration: index into Graph::launch_configs(), or -1 (not recorded,
+  /// not a kernel, or inserted by a transformation).
+  std::int32_t launch = -1;
   /// GPU occupancy (docs/simulator.md): SM work that the trace shows held back by a kernel of
   /// another stream that filled the GPU: that kernel, and the share of its duration after which
   /// it let this task in (its last wave leaving room). The simulator makes the task wait for
@@ -332,6 +335,15 @@ class Graph {
   /// The trace's collective records, by start (shared by copies; never changed by transforms).
   const std::vector<CollectiveRecord>& collectives() const;
   void set_collectives(std::vector<CollectiveRecord> collectives);
+  /// The trace's GPUs: name, memory and SM resources (Kineto deviceProperties, Nsight
+  /// TARGET_INFO_GPU); shared by copies.
+  const std::vector<GpuResources>& gpus() const;
+  void set_gpus(std::vector<GpuResources> gpus);
+  /// The launch configurations of the trace's kernels (Task::launch indexes them); shared by copies.
+  const std::vector<LaunchConfig>& launch_configs() const;
+  void set_launch_configs(std::vector<LaunchConfig> launches);
+  /// Task `id`'s launch configuration; nullptr when the trace records none for it.
+  const LaunchConfig* launch_config(TaskId id) const;
   std::vector<Iteration>& iterations() { return iterations_; }
   const std::vector<Iteration>& iterations() const { return iterations_; }
   Calibration& calibration() { return calibration_; }
@@ -376,6 +388,8 @@ class Graph {
   std::vector<Iteration> iterations_;
   std::shared_ptr<const std::vector<CpuRange>> ranges_;
   std::shared_ptr<const std::vector<CollectiveRecord>> collectives_;
+  std::shared_ptr<const std::vector<GpuResources>> gpus_;
+  std::shared_ptr<const std::vector<LaunchConfig>> launch_configs_;
   std::shared_ptr<const JobLayout> job_;
   Calibration calibration_;
   ImportReport report_;

@@ -109,6 +109,8 @@ struct LaunchConfig {
 /// capability implies where there is one (docs/simulator.md, "GPU occupancy").
 struct GpuResources {
   std::int64_t device = kNone;            ///< device id, as GPU lanes name it
+  std::string name;                       ///< as recorded ("NVIDIA A100-SXM4-40GB"); empty if not
+  double memory_bytes = 0;                ///< device memory (totalGlobalMem, totalMemory); 0 if not recorded
   std::int32_t sm_count = 0;
   std::int32_t compute_major = 0;
   std::int32_t compute_minor = 0;

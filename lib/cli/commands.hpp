@@ -57,6 +57,14 @@ int run_sweep(const SweepCommandOptions& options);
 
 int run_scenarios(bool json);
 
+/// `daydream gpus [TRACE] [--devices FILE] [--json]`: the GPU catalogue, or which entry TRACE's GPU is.
+struct GpusOptions {
+  std::string trace;         ///< empty: list the catalogue
+  std::string devices_file;  ///< more GPUs (docs/gpu_model.md)
+  bool json = false;
+};
+int run_gpus(const GpusOptions& options);
+
 struct ValidateOptions {
   std::string before, after;  ///< the run the prediction starts from, and the measured run it predicts
   std::string scenario;       ///< one spec (no grids)

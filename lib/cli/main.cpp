@@ -120,6 +120,12 @@ int main(int argc, char** argv) {
   bool scenarios_json = false;
   auto* scenarios = app.add_subcommand("scenarios", "List the scenarios with their parameters (kind, range, default)");
   scenarios->add_flag("--json", scenarios_json, "Print one JSON object instead of text");
+  daydream::cli::GpusOptions gpus_options;
+  auto* gpus = app.add_subcommand("gpus", "List the GPU catalogue of the GPU model (peak throughput per precision, "
+                                          "memory bandwidth, sources), or name the GPU a trace ran on");
+  gpus->add_option("TRACE", gpus_options.trace, "Trace whose GPU to identify (Kineto JSON or Nsight Systems SQLite)");
+  gpus->add_option("--devices", gpus_options.devices_file, "JSON file of more GPUs (see docs/gpu_model.md)");
+  gpus->add_flag("--json", gpus_options.json, "Print one JSON object (the fields of a devices file) instead of a table");
   CLI11_PARSE(app, argc, argv);
   // Messages go to stderr, so that stdout holds only the requested output (JSON, CSV, tables).
   spdlog::set_default_logger(spdlog::stderr_logger_st("daydream"));
@@ -134,6 +140,7 @@ int main(int argc, char** argv) {
     if (sweep->parsed()) return daydream::cli::run_sweep(sweep_options);
     if (validate->parsed()) return daydream::cli::run_validate(validate_options);
     if (scenarios->parsed()) return daydream::cli::run_scenarios(scenarios_json);
+    if (gpus->parsed()) return daydream::cli::run_gpus(gpus_options);
   } catch (const daydream::Error& e) {
     spdlog::error("{}", e.what());
     return 1;

@@ -122,6 +122,8 @@ Graph build_graph(const Trace& trace, const GraphOptions& options) {
   set_releases(ctx);
   assign_iterations(ctx);
   graph.set_ranges(std::move(ctx.ranges));
+  graph.set_gpus(trace.metadata.gpus);
+  graph.set_launch_configs(trace.launches);
   keep_collectives(ctx);
   return graph;
 }

@@ -175,6 +175,7 @@ class StreamBuilder {
     task.correlation = e.correlation;
     task.source_event = e.source_index;
     task.bytes = e.bytes;
+    task.launch = e.launch;
     const TaskId launcher = launching_task(e);
     if (launcher != kNoTask) {
       const Task& call = ctx_.graph.task(launcher);

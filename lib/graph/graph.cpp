@@ -92,6 +92,31 @@ void Graph::set_collectives(std::vector<CollectiveRecord> collectives) {
   collectives_ = std::make_shared<const std::vector<CollectiveRecord>>(std::move(collectives));
 }
 
+const std::vector<GpuResources>& Graph::gpus() const {
+  static const std::vector<GpuResources> none;
+  return gpus_ ? *gpus_ : none;
+}
+
+void Graph::set_gpus(std::vector<GpuResources> gpus) {
+  gpus_ = std::make_shared<const std::vector<GpuResources>>(std::move(gpus));
+}
+
+const std::vector<LaunchConfig>& Graph::launch_configs() const {
+  static const std::vector<LaunchConfig> none;
+  return launch_configs_ ? *launch_configs_ : none;
+}
+
+void Graph::set_launch_configs(std::vector<LaunchConfig> launches) {
+  launch_configs_ = std::make_shared<const std::vector<LaunchConfig>>(std::move(launches));
+}
+
+const LaunchConfig* Graph::launch_config(TaskId id) const {
+  const std::int32_t index = task(id).launch;
+  const auto& launches = launch_configs();
+  return index >= 0 && static_cast<std::size_t>(index) < launches.size() ? &launches[static_cast<std::size_t>(index)]
+                                                                          : nullptr;
+}
+
 TaskId launching_call(const Graph& graph, TaskId gpu_task) {
   for (const auto& p : graph.predecessors(gpu_task)) {
     const bool from_cpu = graph.units()[graph.task(p.task).unit].kind == UnitKind::cpu_thread;

@@ -129,6 +129,8 @@ class Merger {
     for (const Match& m : matches) couple(m, kernels);
     out_.set_ranges(std::move(ranges_));
     out_.set_collectives(std::move(records_));
+    out_.set_gpus(std::move(gpus_));
+    out_.set_launch_configs(std::move(launches_));
     out_.calibration() = ranks_.front()->calibration();
     out_.world_size = ranks_.front()->world_size;
     out_.iteration_rule = ranks_.front()->iteration_rule;
@@ -175,6 +177,9 @@ class Merger {
       out_.add_unit(std::move(unit));
     }
     const auto iteration_base = static_cast<std::int32_t>(out_.iterations().size());
+    launch_base_ = static_cast<std::int32_t>(launches_.size());
+    launches_.insert(launches_.end(), g.launch_configs().begin(), g.launch_configs().end());
+    gpus_.insert(gpus_.end(), g.gpus().begin(), g.gpus().end());
     task_map_.assign(g.num_tasks(), kNoTask);
     arrival_map_.assign(g.num_tasks(), kNoTask);
     for (TaskId t = 0; t < g.num_tasks(); ++t) copy_task(g, r, t, iteration_base);
@@ -213,6 +218,7 @@ class Merger {
     task.unit += unit_base_;
     task.name = string_of(g, task.name);
     task.op_name = string_of(g, task.op_name);
+    if (task.launch >= 0) task.launch += launch_base_;
     task.layer = string_of(g, task.layer);
     task.release_ns += shift_[r];
     task.recorded_start_ns += shift_[r];
@@ -278,6 +284,9 @@ class Merger {
   std::vector<KernelMaps> kernel_maps_;
   UnitId unit_base_ = 0;
   std::vector<CpuRange> ranges_;
+  std::vector<GpuResources> gpus_;
+  std::vector<LaunchConfig> launches_;
+  std::int32_t launch_base_ = 0;  // the current rank's first launch configuration in launches_
   std::vector<CollectiveRecord> records_;
   std::map<std::string, UnitId> channels_;
 };

@@ -38,3 +38,12 @@ def test_cli_docs_quote_the_cli_as_it_answers():
     golden = (REPO / "tests" / "golden" / "predict_unknown_scenario.out").read_text()
     line = next(l for l in golden.splitlines() if l.startswith("error: unknown scenario"))
     assert line in (REPO / "docs" / "cli.md").read_text().splitlines()
+
+
+def test_gpu_model_docs_quote_the_catalogue_as_daydream_gpus_prints_it():
+    """docs/gpu_model.md's table is the stdout of the golden file of `daydream gpus`."""
+    golden = (REPO / "tests" / "golden" / "gpus.out").read_text()
+    table = golden.split("# stdout\n", 1)[1].split("\n\nthroughputs", 1)[0]
+    doc = (REPO / "docs" / "gpu_model.md").read_text()
+    quoted = doc.split("<!-- gpus table: tests/golden/gpus.out -->\n```\n", 1)[1].split("```", 1)[0]
+    assert quoted.rstrip("\n") == table.rstrip("\n")

@@ -120,9 +120,9 @@ TEST_CASE("the registry lists the built-in scenarios with their parameters", "[s
   const ScenarioRegistry& all = builtin_scenarios();
   for (const char* name : {"amp", "faster_gpu", "faster_network", "channels_last", "pinned_memory", "fused_adam",
                            "restructure_bn", "cuda_graphs", "ddp", "p3", "dataloader_workers", "network", "rank_speed",
-                           "scale_out"})
+                           "scale_out", "gpu"})
     CHECK(all.contains(name));
-  CHECK(all.size() == 14);
+  CHECK(all.size() == 15);
   CHECK_THAT(describe_scenario(all.find("dataloader_workers")), Catch::Contains("workers (integer, 0..1024; default 4)"));
   CHECK_THROWS_WITH(all.find("nope"), Catch::StartsWith("unknown scenario 'nope' (valid: amp, channels_last, cuda_graphs"));
 }

@@ -143,6 +143,7 @@ void init_transform(py::module_& m);
 void init_primitives(py::module_& m);
 void init_analyze_dataloader(py::module_& m);
 void init_transform_blocks(py::module_& m);
+void init_device(py::module_& m);  // device.cpp: the GPU model
 void init_simulate(py::module_& m);
 void init_load(py::module_& m);
 

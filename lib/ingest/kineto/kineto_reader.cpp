@@ -159,8 +159,12 @@ class KinetoParser {
       GpuResources gpu;
       for (auto field : device.get_object()) {
         const auto key = field.key().value();
-        if (key == "name") trace_.metadata.devices.emplace_back(std::string_view(field.value().get_string()));
-        else read_resource(key, field.value(), gpu);
+        if (key == "name") {
+          gpu.name = std::string(std::string_view(field.value().get_string()));
+          trace_.metadata.devices.push_back(gpu.name);
+        } else {
+          read_resource(key, field.value(), gpu);
+        }
       }
       if (gpu.device != kNone) trace_.metadata.gpus.push_back(gpu);
     }
@@ -173,6 +177,7 @@ class KinetoParser {
     if (n == kNone) return;
     const auto small = static_cast<std::int32_t>(std::clamp<std::int64_t>(n, 0, INT32_MAX));
     if (key == "id") gpu.device = n;
+    else if (key == "totalGlobalMem") gpu.memory_bytes = static_cast<double>(n);
     else if (key == "numSms") gpu.sm_count = small;
     else if (key == "computeMajor") gpu.compute_major = small;
     else if (key == "computeMinor") gpu.compute_minor = small;

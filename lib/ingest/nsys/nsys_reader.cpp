@@ -311,10 +311,11 @@ class NsysParser {
     const Table t = table("TARGET_INFO_GPU");
     if (!t.has("id")) return;
     enum : std::size_t { kId, kName, kSms, kMajor, kMinor, kWarp, kWarpsPerSm, kBlocksPerSm, kRegsPerSm, kRegsPerBlock,
-                         kShmemPerSm };
+                         kShmemPerSm, kMemory };
     const std::vector<std::string_view> columns = {"id", "name", "smCount", "computeMajor", "computeMinor",
                                                    "threadsPerWarp", "maxWarpsPerSm", "maxBlocksPerSm",
-                                                   "maxRegistersPerSm", "maxRegistersPerBlock", "maxShmemPerSm"};
+                                                   "maxRegistersPerSm", "maxRegistersPerBlock", "maxShmemPerSm",
+                                                   "totalMemory"};
     std::string sql = "SELECT ";
     for (std::size_t i = 0; i < columns.size(); ++i)
       sql += fmt::format("{}{}", i ? ", " : "", t.has(columns[i]) ? fmt::format("\"{}\"", columns[i]) : "NULL");
@@ -330,6 +331,8 @@ class NsysParser {
       };
       GpuResources gpu;
       gpu.device = stmt.int64(kId);
+      gpu.name = trace_.metadata.devices.back();
+      if (stmt.type(kMemory) == SQLITE_INTEGER) gpu.memory_bytes = static_cast<double>(std::max<std::int64_t>(0, stmt.int64(kMemory)));
       gpu.sm_count = value(kSms);
       gpu.compute_major = value(kMajor);
       gpu.compute_minor = value(kMinor);

@@ -1,0 +1,86 @@
+// The GPU model for Python (device.hpp, docs/gpu_model.md): the catalogue as dicts in the
+// fields of a devices file, a kernel's class, and the GPU a graph's trace ran on. Thin: the
+// rules live in lib/model.
+#include <pybind11/stl.h>
+
+#include "common.hpp"
+#include "daydream/device.hpp"
+
+namespace daydream::python {
+namespace {
+
+constexpr double kTera = 1e12, kGiga = 1e9, kGiB = 1024.0 * 1024 * 1024, kMiB = 1024.0 * 1024;
+
+py::dict device_dict(const DeviceSpec& d) {
+  py::dict out;
+  out["name"] = d.name;
+  out["aliases"] = d.aliases;
+  out["vendor"] = d.vendor;
+  out["compute_major"] = d.compute_major;
+  out["compute_minor"] = d.compute_minor;
+  out["sm_count"] = d.sm_count;
+  out["boost_clock_mhz"] = d.boost_clock_mhz;
+  out["fp32_tflops"] = d.fp32_flops / kTera;
+  out["fp16_simt_tflops"] = d.fp16_simt_flops / kTera;
+  out["tf32_tflops"] = d.tf32_flops / kTera;
+  out["fp16_tflops"] = d.fp16_flops / kTera;
+  out["bf16_tflops"] = d.bf16_flops / kTera;
+  out["fp8_tflops"] = d.fp8_flops / kTera;
+  out["memory_bandwidth_gbps"] = d.memory_bandwidth / kGiga;
+  out["memory_gib"] = d.memory_bytes / kGiB;
+  out["l2_mib"] = d.l2_bytes / kMiB;
+  out["power_watts"] = d.power_watts;
+  out["host_bandwidth_gbps"] = d.host_bandwidth / kGiga;
+  out["source"] = d.source;
+  return out;
+}
+
+DeviceCatalog catalog_with(const std::optional<std::string>& devices) {
+  DeviceCatalog catalog = DeviceCatalog::builtin();
+  if (devices) catalog.load_json(*devices);
+  return catalog;
+}
+
+}  // namespace
+
+void init_device(py::module_& m) {
+  m.def(
+      "gpus",
+      [](const std::optional<std::string>& devices) {
+        const DeviceCatalog catalog = catalog_with(devices);
+        py::list out;
+        for (const DeviceSpec& d : catalog.devices()) out.append(device_dict(d));
+        return out;
+      },
+      py::arg("devices") = py::none(),
+      "The GPU catalogue of the GPU model (docs/gpu_model.md): one dict per GPU in the fields of a devices "
+      "file (throughputs in TFLOP/s, bandwidths in GB/s, memory in GiB, L2 in MiB, source). `devices`: a JSON "
+      "file of more GPUs.");
+  m.def(
+      "kernel_class",
+      [](const std::string& name) {
+        const KernelClass k = classify_kernel(name);
+        py::dict out;
+        out["engine"] = std::string(to_string(k.engine));
+        out["precision"] = std::string(to_string(k.precision));
+        out["bound"] = std::string(to_string(k.bound));
+        out["engine_rule"] = std::string(k.engine_rule);
+        out["precision_rule"] = std::string(k.precision_rule);
+        return out;
+      },
+      py::arg("name"),
+      "A kernel's class read off its name: {engine: tensor|simt|none, precision: fp32|tf32|fp16|bf16|fp8, bound: "
+      "compute|memory, and the name patterns that decided them} (docs/gpu_model.md, \"Kernel classes\").");
+  py::reinterpret_borrow<py::class_<GraphBox, GraphPtr>>(m.attr("Graph")).def(
+      "traced_gpu",
+      [](const GraphPtr& g, const std::optional<std::string>& devices) {
+        const DeviceCatalog catalog = catalog_with(devices);
+        std::shared_lock lock(g->mutex);
+        return device_dict(traced_device(catalog, g->graph.gpus(), g->graph.source_path));
+      },
+      py::arg("devices") = py::none(),
+      "The catalogue entry of the GPU this graph's trace ran on (as daydream.gpus() lists it); raises "
+      "daydream.Error when the trace names no GPU the catalogue knows.");
+}
+
+}  // namespace daydream::python

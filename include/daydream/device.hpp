@@ -1,0 +1,182 @@
+#pragma once
+/// @file device.hpp
+/// @brief The GPU model's hardware facts: a catalogue of training GPUs (peak throughput per
+/// precision, memory bandwidth, SMs, clocks, power) with the source of every figure, extendable
+/// from a JSON file, and the identification of a trace's GPU by the name it records (Kineto
+/// `deviceProperties`, Nsight `TARGET_INFO_GPU`, the CUPTI collector). docs/gpu_model.md.
+///
+/// @code
+///   const auto catalog = daydream::DeviceCatalog::builtin();
+///   const daydream::DeviceSpec& a100 = catalog.at("A100-SXM4-40GB");
+///   double ratio = a100.peak_flops(daydream::Precision::fp16) / a100.peak_flops(daydream::Precision::tf32);  // 2
+/// @endcode
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daydream/trace.hpp"
+
+namespace daydream {
+
+/// The number format a kernel computes in. `fp32` is plain single precision on the SIMT cores;
+/// `tf32`, `fp16`, `bf16` and `fp8` are the tensor-core (matrix-core) formats, with fp32
+/// accumulation as PyTorch uses them.
+enum class Precision : std::uint8_t { fp32, tf32, fp16, bf16, fp8 };
+inline constexpr std::size_t kPrecisionCount = 5;
+std::string_view to_string(Precision precision);
+/// "fp32", "tf32", "fp16", "bf16", "fp8" (also "float16", "half", "bfloat16", "float32");
+/// nullopt for anything else.
+std::optional<Precision> parse_precision(std::string_view text);
+
+/// One GPU model. Throughputs are dense peaks (no structured sparsity) in FLOP/s at the boost
+/// clock, as the vendor's datasheet gives them; 0 means the GPU has no such unit.
+struct DeviceSpec {
+  std::string name;                  ///< canonical, e.g. "A100-SXM4-40GB"
+  /// Case-insensitive substrings of the names traces record for this GPU ("A100-SXM4-40GB",
+  /// "A100-PG509-200"); the longest match wins (see DeviceCatalog::identify).
+  std::vector<std::string> aliases;
+  std::string vendor;                ///< "NVIDIA", "AMD"
+  std::int32_t compute_major = 0;    ///< CUDA compute capability (0 for AMD)
+  std::int32_t compute_minor = 0;
+  std::int32_t sm_count = 0;         ///< streaming multiprocessors (AMD: compute units)
+  double boost_clock_mhz = 0;
+  double fp32_flops = 0;             ///< SIMT (vector) fp32
+  double fp16_simt_flops = 0;        ///< SIMT (vector) fp16, without tensor cores
+  double tf32_flops = 0;             ///< tensor cores (AMD: fp32 matrix cores, xf32)
+  double fp16_flops = 0;             ///< tensor cores, fp32 accumulate
+  double bf16_flops = 0;             ///< tensor cores, fp32 accumulate
+  double fp8_flops = 0;              ///< tensor cores
+  double memory_bandwidth = 0;       ///< bytes/s of device memory (DRAM/HBM)
+  double memory_bytes = 0;
+  double l2_bytes = 0;               ///< 0 when the vendor does not publish it
+  double power_watts = 0;            ///< board power (TDP/TBP)
+  double host_bandwidth = 0;         ///< bytes/s per direction of the host link (PCIe), for copies
+  std::string source;                ///< where the figures come from (datasheet, whitepaper)
+
+  /// Peak FLOP/s of a tensor-core kernel at `precision` (fp32: the SIMT rate); 0 when the GPU
+  /// has no unit for it.
+  double peak_flops(Precision precision) const;
+  /// FLOP per byte at which a kernel at `precision` turns from memory- to compute-bound:
+  /// peak_flops / memory_bandwidth (the roofline's ridge point); 0 when either is unknown.
+  double ridge_point(Precision precision) const;
+  /// SM resources for the CUDA occupancy rules (sm count, compute capability, threads per SM).
+  GpuResources resources() const;
+};
+
+/// The catalogue of GPUs: the built-in table (docs/gpu_model.md lists it with sources) plus
+/// user entries. Lookups ignore case.
+class DeviceCatalog {
+ public:
+  /// The built-in table.
+  static DeviceCatalog builtin();
+
+  /// Adds the GPUs of a JSON file `{"devices": [...]}`: objects with the fields of DeviceSpec,
+  /// throughputs in TFLOP/s (`fp32_tflops`, `fp16_simt_tflops`, `tf32_tflops`, `fp16_tflops`,
+  /// `bf16_tflops`, `fp8_tflops`), bandwidths in GB/s (`memory_bandwidth_gbps`,
+  /// `host_bandwidth_gbps`), sizes in GiB and MiB (`memory_gib`, `l2_mib`). An entry named as a
+  /// known GPU changes only the fields it gives. Throws Error naming the file, the entry and the
+  /// field for anything malformed (docs/gpu_model.md, "Your own GPUs").
+  void load_json(const std::string& path);
+  /// Adds or replaces one GPU; throws Error when it has no name or no memory bandwidth.
+  void add(DeviceSpec spec);
+
+  const std::vector<DeviceSpec>& devices() const { return devices_; }
+  /// The GPU of this canonical name or alias; nullptr when none.
+  const DeviceSpec* find(std::string_view name) const;
+  /// As find(); throws Error listing the known names when there is none.
+  const DeviceSpec& at(std::string_view name) const;
+  /// The GPU a trace records as `trace_name`: the entry whose alias is the longest substring of
+  /// it (ignoring case); among entries with equally long aliases, the one whose memory is
+  /// closest to `memory_bytes` (when the trace records it, else the first listed). nullptr
+  /// when none matches.
+  const DeviceSpec* identify(std::string_view trace_name, double memory_bytes = 0) const;
+
+ private:
+  std::vector<DeviceSpec> devices_;
+};
+
+/// The GPU a trace ran on, identified from its device records (`gpus`, as Graph::gpus()). Throws
+/// Error naming the recorded GPU when the catalogue does not know it, when the trace records no
+/// GPU name, or when it records GPUs of different kinds: the caller then names the GPU itself.
+const DeviceSpec& traced_device(const DeviceCatalog& catalog, const std::vector<GpuResources>& gpus,
+                                std::string_view source_path);
+
+}  // namespace daydream
+
+namespace daydream {
+
+// --- what a kernel computes, read off its name (docs/gpu_model.md, "Kernel classes") ---
+
+/// Where a kernel's arithmetic runs.
+enum class Engine : std::uint8_t {
+  tensor,  ///< tensor (matrix) cores: GEMMs and convolutions of cuBLAS/cuDNN/CUTLASS, attention
+  simt,    ///< GEMMs and convolutions on the SIMT cores (sgemm, cuDNN's float engines)
+  none,    ///< no dense math worth the name: elementwise, reductions, norms, copies, optimizers
+};
+std::string_view to_string(Engine engine);
+
+/// What bounds a kernel on the roofline.
+enum class Bound : std::uint8_t { compute, memory };
+std::string_view to_string(Bound bound);
+
+/// A kernel's class: its engine, the precision it computes in (for Engine::none, the element
+/// type of its data), the bound that follows, and which documented rule decided each.
+struct KernelClass {
+  Engine engine = Engine::none;
+  Precision precision = Precision::fp32;
+  Bound bound = Bound::memory;
+  std::string_view engine_rule;     ///< the name pattern that set the engine ("hmma", "sgemm", ...)
+  std::string_view precision_rule;  ///< the name pattern that set the precision ("tf32", "c10::half", "default fp32")
+};
+
+/// Classifies a kernel by its name (the part before the parameter list: function name and
+/// template arguments), ignoring case. Without shapes this is the documented estimate: tensor-
+/// and SIMT-engine kernels are compute-bound, every other kernel memory-bound.
+KernelClass classify_kernel(std::string_view name);
+
+// --- moving a kernel to another GPU or precision ---
+
+/// Peak FLOP/s of `device` for work on `engine` at `precision`. A tensor precision the device
+/// lacks falls back as PyTorch does: tf32 and bf16 to the fp32 SIMT rate (V100, T4), fp8 to
+/// fp16 tensor cores; fp16 SIMT to fp32 SIMT where the vendor gives no fp16 SIMT rate.
+double engine_flops(const DeviceSpec& device, Engine engine, Precision precision);
+
+/// How a kernel runs: on which engine, at which precision.
+struct KernelRun {
+  Engine engine = Engine::none;
+  Precision precision = Precision::fp32;
+};
+
+/// How many times longer a kernel of class `kernel` takes when it runs as `run` on `to` than it
+/// took as traced on `from`:
+///  - compute-bound: engine_flops(from, traced) / engine_flops(to, run), times the wave
+///    quantization (waves_to x SMs_to) / (waves_from x SMs_from) when the launch configuration
+///    gives both wave counts (a grid of SMs + 1 blocks takes two waves on `from` and one on a
+///    GPU with more SMs);
+///  - memory-bound: bandwidth_from / bandwidth_to, times the ratio of element sizes (a kernel
+///    moving fp16 instead of fp32 data moves half the bytes).
+/// Exactly 1 when `to` is `from` and `run` is the traced engine and precision.
+double kernel_time_ratio(const KernelClass& kernel, const LaunchConfig* launch, const DeviceSpec& from,
+                         const DeviceSpec& to, KernelRun run);
+
+/// How PyTorch runs a kernel traced on `from` when it runs on `to`: a tf32 kernel on a GPU
+/// without TF32 runs in fp32 on the SIMT cores; an fp32 SIMT convolution (cuDNN) traced on a GPU
+/// without TF32 runs in TF32 on the tensor cores of a GPU with it when `tf32_convolutions`
+/// (torch.backends.cudnn.allow_tf32, default True), an fp32 SIMT GEMM (cuBLAS) likewise when
+/// `tf32_matmul` (torch.backends.cuda.matmul.allow_tf32, default False since PyTorch 1.12).
+/// Everything else keeps its engine and precision (a SIMT kernel traced on a GPU with TF32 is
+/// one the library chose over TF32).
+KernelRun run_on(const KernelClass& kernel, std::string_view name, const DeviceSpec& from, const DeviceSpec& to,
+                 bool tf32_convolutions, bool tf32_matmul);
+
+/// Whether a SIMT or tensor GEMM/convolution kernel is a convolution (cuDNN, "conv", "fprop",
+/// "dgrad", "wgrad", "scudnn") rather than a GEMM (cuBLAS).
+bool is_convolution(std::string_view name);
+
+/// Bytes of one element at `precision` (fp32/tf32: 4, fp16/bf16: 2, fp8: 1).
+double element_bytes(Precision precision);
+
+}  // namespace daydream

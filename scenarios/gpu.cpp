@@ -1,0 +1,127 @@
+// gpu: what if this step ran on another GPU? (Daydream's "what if I get the latest GPU?";
+// Habitat's cross-GPU prediction, by the roofline rather than by profiling the target.)
+//
+// Model (docs/gpu_model.md): the traced GPU is identified from the trace's device records
+// (or named with `from`), the target from the catalogue (device.hpp). Each kernel is classed by
+// its name (compute-bound GEMM/convolution on tensor or SIMT cores at its precision, or
+// memory-bound) and takes its time times kernel_time_ratio: the ratio of peak throughputs at the
+// precision it runs at on each GPU, with wave quantization from its launch configuration, or the
+// ratio of memory bandwidths. PyTorch's defaults decide how a kernel runs on the target
+// (run_on: TF32 for cuDNN convolutions where the traced GPU had none, not for cuBLAS GEMMs).
+// Device-to-device copies and memsets move by memory bandwidth, host copies by the host link;
+// collectives keep their time (the network's: see faster_network, network), CPU work too unless
+// `cpu` says how much faster the target machine's CPU is.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "builtin.hpp"
+#include "common/text.hpp"
+#include "daydream/device.hpp"
+#include "daydream/error.hpp"
+#include "daydream/transform.hpp"
+
+namespace daydream::scenarios {
+namespace {
+
+/// GPU time before and after, per kind of change, for the notes.
+struct Tally {
+  std::size_t compute = 0, memory = 0, copies = 0;
+  TimeNs compute_before = 0, compute_after = 0, memory_before = 0, memory_after = 0, copies_before = 0,
+         copies_after = 0;
+};
+
+double copy_ratio(std::string_view name, const DeviceSpec& from, const DeviceSpec& to) {
+  const bool on_device = text::contains(name, "DtoD") || text::contains(name, "Device -> Device") ||
+                         text::contains(name, "PtoP");
+  if (on_device) return from.memory_bandwidth / to.memory_bandwidth;
+  return from.host_bandwidth > 0 && to.host_bandwidth > 0 ? from.host_bandwidth / to.host_bandwidth : 1;
+}
+
+/// Scales `task` by `ratio` (exactly unchanged at 1) and adds the change to `before`/`after`.
+void rescale(Graph& graph, TaskId task, double ratio, TimeNs& before, TimeNs& after) {
+  const TimeNs duration = graph.task(task).duration_ns;
+  const TimeNs scaled = ratio == 1.0 ? duration : std::llround(static_cast<double>(duration) * ratio);
+  graph.set_duration(task, scaled);
+  before += duration;
+  after += scaled;
+}
+
+void move_kernel(Graph& graph, TaskId t, const DeviceSpec& from, const DeviceSpec& to, const ScenarioParams& params,
+                 Tally& tally) {
+  const std::string_view name = graph.name(t);
+  const KernelClass kernel = classify_kernel(name);
+  const KernelRun run = run_on(kernel, name, from, to, params.integer("tf32_conv") == 1,
+                               params.integer("tf32_matmul") == 1);
+  const double ratio = kernel_time_ratio(kernel, graph.launch_config(t), from, to, run);
+  if (kernel.bound == Bound::compute)
+    ++tally.compute, rescale(graph, t, ratio, tally.compute_before, tally.compute_after);
+  else
+    ++tally.memory, rescale(graph, t, ratio, tally.memory_before, tally.memory_after);
+}
+
+const DeviceSpec& traced_gpu(const DeviceCatalog& catalog, const Graph& graph, const ScenarioParams& params) {
+  if (params.given("from")) return catalog.at(params.text("from"));
+  return traced_device(catalog, graph.gpus(), graph.source_path);
+}
+
+std::string describe(const Tally& t, const DeviceSpec& from, const DeviceSpec& to) {
+  const auto ms = [](TimeNs ns) { return static_cast<double>(ns) / 1e6; };
+  return fmt::format("{} -> {}: {} compute-bound kernels {:.3f} -> {:.3f} ms, {} memory-bound kernels {:.3f} -> "
+                     "{:.3f} ms, {} copies and memsets {:.3f} -> {:.3f} ms; collectives kept",
+                     from.name, to.name, t.compute, ms(t.compute_before), ms(t.compute_after), t.memory,
+                     ms(t.memory_before), ms(t.memory_after), t.copies, ms(t.copies_before), ms(t.copies_after));
+}
+
+ScenarioOutcome apply_gpu(Graph& graph, const ScenarioParams& params) {
+  DeviceCatalog catalog = DeviceCatalog::builtin();
+  if (!params.text("devices").empty()) catalog.load_json(params.text("devices"));
+  if (!params.given("target")) throw Error("give the GPU to move to as target=<name> (daydream gpus lists them)");
+  const DeviceSpec& from = traced_gpu(catalog, graph, params);
+  const DeviceSpec& to = catalog.at(params.text("target"));
+  Tally tally;
+  for (TaskId t = 0; t < graph.num_tasks(); ++t) {
+    const Task& task = graph.task(t);
+    if (task.removed) continue;
+    if (task.kind == TaskKind::kernel) move_kernel(graph, t, from, to, params, tally);
+    else if (task.kind == TaskKind::memcpy || task.kind == TaskKind::memset)
+      ++tally.copies, rescale(graph, t, task.kind == TaskKind::memset ? from.memory_bandwidth / to.memory_bandwidth
+                                                                       : copy_ratio(graph.name(t), from, to),
+                              tally.copies_before, tally.copies_after);
+  }
+  ScenarioOutcome outcome;
+  outcome.notes.push_back(describe(tally, from, to));
+  if (params.given("cpu")) {
+    auto cpu = graph.select(TaskFilter().kind(TaskKind::cpu).kind(TaskKind::runtime));
+    cpu.scale(1.0 / params.number("cpu"));
+    outcome.notes.push_back(fmt::format("{} CPU tasks scaled by 1/{:g}", cpu.size(), params.number("cpu")));
+  }
+  return outcome;
+}
+
+}  // namespace
+
+Scenario gpu() {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  auto from = ScenarioParam::text("from", "auto", "the traced GPU, when the trace does not name it (or to override)");
+  from.automatic_means = "identified from the trace's device records";
+  auto target = ScenarioParam::text("target", "", "the GPU to move to: a catalogue name or alias (daydream gpus)");
+  return {"gpu",
+          "another GPU: each kernel rescaled by the roofline (peak throughput at its precision, with wave "
+          "quantization, or memory bandwidth), copies by bandwidth",
+          {target, from,
+           {"cpu", ParamKind::number, 1, "speed-up of the CPU work on the target machine (duration / cpu)", 0, inf,
+            true},
+           {"tf32_conv", ParamKind::integer, 1,
+            "1: fp32 convolutions use TF32 where the target has it (torch.backends.cudnn.allow_tf32, PyTorch's "
+            "default); 0: they stay fp32",
+            0, 1},
+           {"tf32_matmul", ParamKind::integer, 0,
+            "1: fp32 GEMMs use TF32 where the target has it (torch.backends.cuda.matmul.allow_tf32); 0: PyTorch's "
+            "default",
+            0, 1},
+           ScenarioParam::text("devices", "", "a JSON file of more GPUs for the catalogue (docs/gpu_model.md)")},
+          apply_gpu};
+}
+
+}  // namespace daydream::scenarios
