@@ -39,9 +39,15 @@ double copy_ratio(std::string_view name, const DeviceSpec& from, const DeviceSpe
 }
 
 /// Scales `task` by `ratio` (exactly unchanged at 1) and adds the change to `before`/`after`.
+/// Throws Error when the result leaves the range of a duration (a devices file's GPU with a
+/// vanishing bandwidth or peak).
 void rescale(Graph& graph, TaskId task, double ratio, TimeNs& before, TimeNs& after) {
   const TimeNs duration = graph.task(task).duration_ns;
-  const TimeNs scaled = ratio == 1.0 ? duration : std::llround(static_cast<double>(duration) * ratio);
+  const double exact = static_cast<double>(duration) * ratio;
+  if (!(exact < 4.6e18))  // 2^62 ns, about 146 years: also catches NaN and infinity
+    throw Error(fmt::format("task '{}' would take {:g} ns on the target GPU (x{:g}): check the target's figures",
+                            graph.name(task), exact, ratio));
+  const TimeNs scaled = ratio == 1.0 ? duration : std::llround(exact);
   graph.set_duration(task, scaled);
   before += duration;
   after += scaled;
@@ -105,7 +111,7 @@ Scenario gpu() {
   constexpr double inf = std::numeric_limits<double>::infinity();
   auto from = ScenarioParam::text("from", "auto", "the traced GPU, when the trace does not name it (or to override)");
   from.automatic_means = "identified from the trace's device records";
-  auto target = ScenarioParam::text("target", "", "the GPU to move to: a catalogue name or alias (daydream gpus)");
+  auto target = ScenarioParam::text("target", "", "required: the GPU to move to, a catalogue name or alias (daydream gpus)");
   return {"gpu",
           "another GPU: each kernel rescaled by the roofline (peak throughput at its precision, with wave "
           "quantization, or memory bandwidth), copies by bandwidth",

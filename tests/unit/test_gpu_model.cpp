@@ -218,6 +218,12 @@ TEST_CASE("gpu scenario: refuses without a target, for an unknown GPU, and for a
   Graph unnamed = test::graph_of(t.str());
   CHECK_THROWS_WITH(test::apply(unnamed, "gpu:target=H100"),
                     Catch::Contains("'Test GPU' is not in the catalogue") && Catch::Contains("from=<name>"));
+  const auto slow = std::filesystem::temp_directory_path() / "daydream_test_slow_gpu.json";
+  std::ofstream(slow) << R"({"devices": [{"name": "Snail", "memory_bandwidth_gbps": 1e-18, "fp32_tflops": 1e-18}]})";
+  Graph snail = unnamed;
+  CHECK_THROWS_WITH(test::apply(snail, "gpu:target=Snail,from=A100-SXM4-40GB,devices=" + slow.string()),
+                    Catch::Contains("would take") && Catch::Contains("check the target's figures"));
+  std::filesystem::remove(slow);
   test::apply(unnamed, "gpu:target=H100,from=A100-SXM4-40GB");  // named by the user
   CHECK(unnamed.task(task_named(unnamed, kSgemm)).duration_ns == std::llround(50'000 * 19.5 / 67.0));
 }
