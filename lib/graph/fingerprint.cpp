@@ -73,6 +73,7 @@ void hash_tasks(Fnv1a& h, const Graph& graph) {
     h.integer(task.sm_held_by);
     h.integer(task.lock_held_by);
     h.integer(std::bit_cast<std::uint64_t>(task.sm_let_in));
+    h.integer(task.launch);  // the gpu scenario's wave quantization reads it
   }
 }
 
@@ -101,8 +102,27 @@ void hash_iterations(Fnv1a& h, const Graph& graph) {
   }
 }
 
+/// The GPUs (the gpu scenario identifies the traced one) and the launch configurations that
+/// Task::launch indexes (wave quantization).
+void hash_gpus(Fnv1a& h, const Graph& graph) {
+  h.integer(graph.gpus().size());
+  for (const GpuResources& gpu : graph.gpus()) {
+    h.text(gpu.name);
+    h.integer(static_cast<std::int64_t>(gpu.memory_bytes));
+    for (std::int64_t v : {gpu.device, std::int64_t{gpu.sm_count}, std::int64_t{gpu.compute_major},
+                           std::int64_t{gpu.compute_minor}, std::int64_t{gpu.max_threads_per_sm}})
+      h.integer(v);
+  }
+  h.integer(graph.launch_configs().size());
+  for (const LaunchConfig& l : graph.launch_configs())
+    for (std::int64_t v : {l.blocks, std::int64_t{l.threads_per_block}, std::int64_t{l.registers_per_thread},
+                           std::int64_t{l.shared_memory_bytes}, std::int64_t{l.shared_memory_config_bytes}})
+      h.integer(v);
+}
+
 /// What scenarios read besides tasks and edges: launch latencies for inserted tasks, CPU ranges
-/// for selections, collective records and the world size for communication what-ifs.
+/// for selections, collective records and the world size for communication what-ifs, the GPUs
+/// and the kernels' launch configurations for the GPU model.
 void hash_trace_context(Fnv1a& h, const Graph& graph) {
   const Calibration& calibration = graph.calibration();
   for (TimeNs latency_ns : calibration.launch_latency_ns) h.integer(latency_ns);
@@ -127,6 +147,7 @@ void hash_trace_context(Fnv1a& h, const Graph& graph) {
     h.integer(record.start_ns);
     h.integer(record.end_ns);
   }
+  hash_gpus(h, graph);
 }
 
 }  // namespace
