@@ -16,7 +16,7 @@
 #include <cmath>
 
 #include "builtin.hpp"
-#include "common/text.hpp"
+#include "daydream/analyze.hpp"
 #include "daydream/device.hpp"
 #include "daydream/error.hpp"
 #include "daydream/transform.hpp"
@@ -24,24 +24,26 @@
 namespace daydream::scenarios {
 namespace {
 
-/// GPU time before and after, per kind of change, for the notes.
+/// The tasks of one kind of change and their time before and after, for the notes.
+struct Moved {
+  std::size_t count = 0;
+  TimeNs before_ns = 0, after_ns = 0;
+};
 struct Tally {
-  std::size_t compute = 0, memory = 0, copies = 0;
-  TimeNs compute_before = 0, compute_after = 0, memory_before = 0, memory_after = 0, copies_before = 0,
-         copies_after = 0;
+  Moved compute, memory, copies;
 };
 
-double copy_ratio(std::string_view name, const DeviceSpec& from, const DeviceSpec& to) {
-  const bool on_device = text::contains(name, "DtoD") || text::contains(name, "Device -> Device") ||
-                         text::contains(name, "PtoP");
-  if (on_device) return from.memory_bandwidth / to.memory_bandwidth;
+/// Copies on the device (and between devices) move by memory bandwidth, host copies by the host link.
+double copy_ratio(const Graph& graph, TaskId copy, const DeviceSpec& from, const DeviceSpec& to) {
+  if (graph.task(copy).kind == TaskKind::memset || !is_host_copy(graph, copy))
+    return from.memory_bandwidth / to.memory_bandwidth;
   return from.host_bandwidth > 0 && to.host_bandwidth > 0 ? from.host_bandwidth / to.host_bandwidth : 1;
 }
 
-/// Scales `task` by `ratio` (exactly unchanged at 1) and adds the change to `before`/`after`.
-/// Throws Error when the result leaves the range of a duration (a devices file's GPU with a
-/// vanishing bandwidth or peak).
-void rescale(Graph& graph, TaskId task, double ratio, TimeNs& before, TimeNs& after) {
+/// Scales `task` by `ratio` (exactly unchanged at 1) and counts the change in `moved`. Throws
+/// Error when the result leaves the range of a duration (a devices file's GPU with a vanishing
+/// bandwidth or peak).
+void rescale(Graph& graph, TaskId task, double ratio, Moved& moved) {
   const TimeNs duration = graph.task(task).duration_ns;
   const double exact = static_cast<double>(duration) * ratio;
   if (!(exact < 4.6e18))  // 2^62 ns, about 146 years: also catches NaN and infinity
@@ -49,21 +51,17 @@ void rescale(Graph& graph, TaskId task, double ratio, TimeNs& before, TimeNs& af
                             graph.name(task), exact, ratio));
   const TimeNs scaled = ratio == 1.0 ? duration : std::llround(exact);
   graph.set_duration(task, scaled);
-  before += duration;
-  after += scaled;
+  ++moved.count;
+  moved.before_ns += duration;
+  moved.after_ns += scaled;
 }
 
 void move_kernel(Graph& graph, TaskId t, const DeviceSpec& from, const DeviceSpec& to, const ScenarioParams& params,
                  Tally& tally) {
-  const std::string_view name = graph.name(t);
-  const KernelClass kernel = classify_kernel(name);
-  const KernelRun run = run_on(kernel, name, from, to, params.integer("tf32_conv") == 1,
-                               params.integer("tf32_matmul") == 1);
+  const KernelClass kernel = classify_kernel(graph.name(t));
+  const KernelRun run = run_on(kernel, from, to, params.integer("tf32_conv") == 1, params.integer("tf32_matmul") == 1);
   const double ratio = kernel_time_ratio(kernel, graph.launch_config(t), from, to, run);
-  if (kernel.bound == Bound::compute)
-    ++tally.compute, rescale(graph, t, ratio, tally.compute_before, tally.compute_after);
-  else
-    ++tally.memory, rescale(graph, t, ratio, tally.memory_before, tally.memory_after);
+  rescale(graph, t, ratio, kernel.bound == Bound::compute ? tally.compute : tally.memory);
 }
 
 const DeviceSpec& traced_gpu(const DeviceCatalog& catalog, const Graph& graph, const ScenarioParams& params) {
@@ -75,8 +73,9 @@ std::string describe(const Tally& t, const DeviceSpec& from, const DeviceSpec& t
   const auto ms = [](TimeNs ns) { return static_cast<double>(ns) / 1e6; };
   return fmt::format("{} -> {}: {} compute-bound kernels {:.3f} -> {:.3f} ms, {} memory-bound kernels {:.3f} -> "
                      "{:.3f} ms, {} copies and memsets {:.3f} -> {:.3f} ms; collectives kept",
-                     from.name, to.name, t.compute, ms(t.compute_before), ms(t.compute_after), t.memory,
-                     ms(t.memory_before), ms(t.memory_after), t.copies, ms(t.copies_before), ms(t.copies_after));
+                     from.name, to.name, t.compute.count, ms(t.compute.before_ns), ms(t.compute.after_ns),
+                     t.memory.count, ms(t.memory.before_ns), ms(t.memory.after_ns), t.copies.count,
+                     ms(t.copies.before_ns), ms(t.copies.after_ns));
 }
 
 ScenarioOutcome apply_gpu(Graph& graph, const ScenarioParams& params) {
@@ -91,9 +90,7 @@ ScenarioOutcome apply_gpu(Graph& graph, const ScenarioParams& params) {
     if (task.removed) continue;
     if (task.kind == TaskKind::kernel) move_kernel(graph, t, from, to, params, tally);
     else if (task.kind == TaskKind::memcpy || task.kind == TaskKind::memset)
-      ++tally.copies, rescale(graph, t, task.kind == TaskKind::memset ? from.memory_bandwidth / to.memory_bandwidth
-                                                                       : copy_ratio(graph.name(t), from, to),
-                              tally.copies_before, tally.copies_after);
+      rescale(graph, t, copy_ratio(graph, t, from, to), tally.copies);
   }
   ScenarioOutcome outcome;
   outcome.notes.push_back(describe(tally, from, to));

@@ -62,9 +62,24 @@ struct DeviceSpec {
   /// FLOP per byte at which a kernel at `precision` turns from memory- to compute-bound:
   /// peak_flops / memory_bandwidth (the roofline's ridge point); 0 when either is unknown.
   double ridge_point(Precision precision) const;
-  /// SM resources for the CUDA occupancy rules (sm count, compute capability, threads per SM).
+  /// SM resources for the CUDA occupancy rules: SM count and compute capability, and what the
+  /// capability implies (threads, resident blocks, registers per SM). No name or memory: only
+  /// the occupancy rules read it.
   GpuResources resources() const;
 };
+
+/// One numeric field of a devices file, as `daydream gpus --json` and Python's daydream.gpus()
+/// also write it: its key, the DeviceSpec member it sets, and the factor from the file's unit
+/// (TFLOP/s, GB/s, GiB, MiB) to the member's (FLOP/s, bytes/s, bytes).
+struct DeviceNumberField {
+  std::string_view key;
+  double DeviceSpec::*member;
+  double unit;
+};
+/// The numeric fields, in the order they are written: boost_clock_mhz, fp32_tflops,
+/// fp16_simt_tflops, tf32_tflops, fp16_tflops, bf16_tflops, fp8_tflops, memory_bandwidth_gbps,
+/// memory_gib, l2_mib, power_watts, host_bandwidth_gbps.
+const std::vector<DeviceNumberField>& device_number_fields();
 
 /// The catalogue of GPUs: the built-in table (docs/gpu_model.md lists it with sources) plus
 /// user entries. Lookups ignore case.
@@ -128,6 +143,9 @@ struct KernelClass {
   Engine engine = Engine::none;
   Precision precision = Precision::fp32;
   Bound bound = Bound::memory;
+  /// A convolution (cuDNN: "conv", "cudnn", "fprop", "dgrad", "wgrad", "winograd", "fft" in the
+  /// name) rather than a GEMM (cuBLAS): PyTorch's TF32 switches differ for the two (run_on).
+  bool convolution = false;
   std::string_view engine_rule;     ///< the name pattern that set the engine ("hmma", "sgemm", ...)
   std::string_view precision_rule;  ///< the name pattern that set the precision ("tf32", "c10::half", "default fp32")
 };
@@ -169,12 +187,8 @@ double kernel_time_ratio(const KernelClass& kernel, const LaunchConfig* launch, 
 /// `tf32_matmul` (torch.backends.cuda.matmul.allow_tf32, default False since PyTorch 1.12).
 /// Everything else keeps its engine and precision (a SIMT kernel traced on a GPU with TF32 is
 /// one the library chose over TF32).
-KernelRun run_on(const KernelClass& kernel, std::string_view name, const DeviceSpec& from, const DeviceSpec& to,
-                 bool tf32_convolutions, bool tf32_matmul);
-
-/// Whether a SIMT or tensor GEMM/convolution kernel is a convolution (cuDNN, "conv", "fprop",
-/// "dgrad", "wgrad", "scudnn") rather than a GEMM (cuBLAS).
-bool is_convolution(std::string_view name);
+KernelRun run_on(const KernelClass& kernel, const DeviceSpec& from, const DeviceSpec& to, bool tf32_convolutions,
+                 bool tf32_matmul);
 
 /// Bytes of one element at `precision` (fp32/tf32: 4, fp16/bf16: 2, fp8: 1).
 double element_bytes(Precision precision);

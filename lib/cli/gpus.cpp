@@ -20,13 +20,9 @@ void write_device(JsonWriter& w, const DeviceSpec& d) {
   for (const std::string& alias : d.aliases) w.value(alias);
   w.end_array().key("vendor").value(d.vendor);
   w.key("compute_major").value(std::int64_t{d.compute_major}).key("compute_minor").value(std::int64_t{d.compute_minor});
-  w.key("sm_count").value(std::int64_t{d.sm_count}).key("boost_clock_mhz").ratio(d.boost_clock_mhz);
-  w.key("fp32_tflops").ratio(d.fp32_flops / kTera).key("fp16_simt_tflops").ratio(d.fp16_simt_flops / kTera);
-  w.key("tf32_tflops").ratio(d.tf32_flops / kTera).key("fp16_tflops").ratio(d.fp16_flops / kTera);
-  w.key("bf16_tflops").ratio(d.bf16_flops / kTera).key("fp8_tflops").ratio(d.fp8_flops / kTera);
-  w.key("memory_bandwidth_gbps").ratio(d.memory_bandwidth / kGiga).key("memory_gib").ratio(d.memory_bytes / kGiB);
-  w.key("l2_mib").ratio(d.l2_bytes / kMiB).key("power_watts").ratio(d.power_watts);
-  w.key("host_bandwidth_gbps").ratio(d.host_bandwidth / kGiga).key("source").value(d.source).end_object();
+  w.key("sm_count").value(std::int64_t{d.sm_count});
+  for (const DeviceNumberField& field : device_number_fields()) w.key(field.key).ratio(d.*field.member / field.unit);
+  w.key("source").value(d.source).end_object();
 }
 
 void print_table(const DeviceCatalog& catalog) {

@@ -45,6 +45,12 @@ std::int64_t limit_by_shared_memory(const LaunchConfig& launch, const GpuResourc
 
 }  // namespace
 
+std::int32_t architecture_max_threads(std::int32_t major, std::int32_t minor) {
+  if (major <= 0) return 0;
+  if (major == 7 && minor == 5) return 1024;
+  return major == 8 && (minor == 6 || minor == 9) ? 1536 : 2048;
+}
+
 GpuResources with_architecture_defaults(GpuResources gpu) {
   if (gpu.warp_size <= 0) gpu.warp_size = 32;
   if (gpu.max_blocks_per_sm <= 0 && gpu.compute_major > 0)

@@ -17,6 +17,11 @@ namespace daydream {
 /// capability itself cannot be implied and stay 0 when missing.
 GpuResources with_architecture_defaults(GpuResources gpu);
 
+/// Threads one SM holds at once by compute capability (Programming Guide, "Technical
+/// Specifications per Compute Capability"): 1024 on 7.5, 1536 on 8.6 and 8.9, 2048 otherwise;
+/// 0 for an unknown capability (major 0).
+std::int32_t architecture_max_threads(std::int32_t major, std::int32_t minor);
+
 /// Blocks of this launch one SM holds at once: the least of the limits set by warps, resident
 /// blocks, registers and shared memory. 0 when the resources are not known well enough (no SM
 /// count, no threads per SM, no compute capability) or when one block does not fit at all.

@@ -1,8 +1,6 @@
 // The GPU catalogue: lookups, identification of a trace's GPU, and user entries from JSON.
 #include "daydream/device.hpp"
 
-#include <simdjson.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,7 +9,7 @@
 #include <map>
 
 #include "daydream/error.hpp"
-#include "daydream/ingest.hpp"
+#include "graph/occupancy.hpp"
 
 namespace daydream {
 namespace {
@@ -75,16 +73,11 @@ double DeviceSpec::ridge_point(Precision precision) const {
 
 GpuResources DeviceSpec::resources() const {
   GpuResources gpu;
-  gpu.name = name;
   gpu.sm_count = sm_count;
   gpu.compute_major = compute_major;
   gpu.compute_minor = compute_minor;
-  gpu.memory_bytes = memory_bytes;
-  // Threads per SM by compute capability (CUDA C++ Programming Guide, "Technical Specifications
-  // per Compute Capability"): 2048 on 7.0, 8.0 and 9.0; 1024 on 7.5; 1536 on 8.6 and 8.9.
-  const int cc = compute_major * 10 + compute_minor;
-  gpu.max_threads_per_sm = cc == 75 ? 1024 : (cc == 86 || cc == 89) ? 1536 : cc >= 70 ? 2048 : 0;
-  return gpu;
+  gpu.max_threads_per_sm = architecture_max_threads(compute_major, compute_minor);
+  return with_architecture_defaults(gpu);
 }
 
 void DeviceCatalog::add(DeviceSpec spec) {

@@ -15,28 +15,6 @@ namespace {
 
 constexpr double kTera = 1e12, kGiga = 1e9, kGiB = 1024.0 * 1024 * 1024, kMiB = 1024.0 * 1024;
 
-/// One numeric field of an entry and the unit it is given in (multiplier to the DeviceSpec unit).
-struct NumberField {
-  const char* key;
-  double DeviceSpec::*member;
-  double unit;
-};
-
-constexpr NumberField kNumberFields[] = {
-    {"boost_clock_mhz", &DeviceSpec::boost_clock_mhz, 1},
-    {"fp32_tflops", &DeviceSpec::fp32_flops, kTera},
-    {"fp16_simt_tflops", &DeviceSpec::fp16_simt_flops, kTera},
-    {"tf32_tflops", &DeviceSpec::tf32_flops, kTera},
-    {"fp16_tflops", &DeviceSpec::fp16_flops, kTera},
-    {"bf16_tflops", &DeviceSpec::bf16_flops, kTera},
-    {"fp8_tflops", &DeviceSpec::fp8_flops, kTera},
-    {"memory_bandwidth_gbps", &DeviceSpec::memory_bandwidth, kGiga},
-    {"memory_gib", &DeviceSpec::memory_bytes, kGiB},
-    {"l2_mib", &DeviceSpec::l2_bytes, kMiB},
-    {"power_watts", &DeviceSpec::power_watts, 1},
-    {"host_bandwidth_gbps", &DeviceSpec::host_bandwidth, kGiga},
-};
-
 class DeviceFileReader {
  public:
   DeviceFileReader(DeviceCatalog& catalog, std::string path) : catalog_(catalog), path_(std::move(path)) {}
@@ -63,7 +41,7 @@ class DeviceFileReader {
     const DeviceSpec* known = catalog_.find(name);
     DeviceSpec spec = known ? *known : DeviceSpec{};
     spec.name = std::string(name);
-    for (const NumberField& field : kNumberFields) read_number(entry, index, field, spec);
+    for (const DeviceNumberField& field : device_number_fields()) read_number(entry, index, field, spec);
     read_text(entry, index, "vendor", spec.vendor);
     read_text(entry, index, "source", spec.source);
     if (!known && spec.source.empty()) spec.source = path_;
@@ -75,12 +53,13 @@ class DeviceFileReader {
     return spec;
   }
 
-  void read_number(simdjson::dom::element entry, std::int64_t index, const NumberField& field, DeviceSpec& spec) const {
+  void read_number(simdjson::dom::element entry, std::int64_t index, const DeviceNumberField& field,
+                   DeviceSpec& spec) const {
     simdjson::dom::element value;
     if (entry[field.key].get(value)) return;
     double number = 0;
     if (value.get(number) || !std::isfinite(number) || number < 0 || number > 1e9)
-      fail(index, field.key, "not a number between 0 and 1e9");
+      fail(index, std::string(field.key), "not a number between 0 and 1e9");
     spec.*field.member = number * field.unit;
   }
 
@@ -118,6 +97,24 @@ class DeviceFileReader {
 };
 
 }  // namespace
+
+const std::vector<DeviceNumberField>& device_number_fields() {
+  static const std::vector<DeviceNumberField> fields = {
+      {"boost_clock_mhz", &DeviceSpec::boost_clock_mhz, 1},
+      {"fp32_tflops", &DeviceSpec::fp32_flops, kTera},
+      {"fp16_simt_tflops", &DeviceSpec::fp16_simt_flops, kTera},
+      {"tf32_tflops", &DeviceSpec::tf32_flops, kTera},
+      {"fp16_tflops", &DeviceSpec::fp16_flops, kTera},
+      {"bf16_tflops", &DeviceSpec::bf16_flops, kTera},
+      {"fp8_tflops", &DeviceSpec::fp8_flops, kTera},
+      {"memory_bandwidth_gbps", &DeviceSpec::memory_bandwidth, kGiga},
+      {"memory_gib", &DeviceSpec::memory_bytes, kGiB},
+      {"l2_mib", &DeviceSpec::l2_bytes, kMiB},
+      {"power_watts", &DeviceSpec::power_watts, 1},
+      {"host_bandwidth_gbps", &DeviceSpec::host_bandwidth, kGiga},
+  };
+  return fields;
+}
 
 void DeviceCatalog::load_json(const std::string& path) {
   const InputFile file = read_input_file(path);

@@ -7,8 +7,7 @@ namespace {
 
 /// Waves x SMs of the launch on `device`: the SM-slots its grid occupies; 0 when unknown.
 double wave_slots(const LaunchConfig& launch, const DeviceSpec& device) {
-  const std::int32_t w = waves(launch, with_architecture_defaults(device.resources()));
-  return static_cast<double>(w) * device.sm_count;
+  return static_cast<double>(waves(launch, device.resources())) * device.sm_count;
 }
 
 /// The wave-quantization factor of a compute-bound kernel (1 when either count is unknown).
@@ -53,12 +52,12 @@ double kernel_time_ratio(const KernelClass& kernel, const LaunchConfig* launch, 
   return flops_from / flops_to * wave_factor(launch, from, to);
 }
 
-KernelRun run_on(const KernelClass& kernel, std::string_view name, const DeviceSpec& from, const DeviceSpec& to,
-                 bool tf32_convolutions, bool tf32_matmul) {
+KernelRun run_on(const KernelClass& kernel, const DeviceSpec& from, const DeviceSpec& to, bool tf32_convolutions,
+                 bool tf32_matmul) {
   KernelRun run{kernel.engine, kernel.precision};
   if (kernel.bound != Bound::compute) return run;
   if (kernel.precision == Precision::tf32 && to.tf32_flops <= 0) return {Engine::simt, Precision::fp32};
-  const bool allowed = is_convolution(name) ? tf32_convolutions : tf32_matmul;
+  const bool allowed = kernel.convolution ? tf32_convolutions : tf32_matmul;
   if (kernel.engine == Engine::simt && kernel.precision == Precision::fp32 && from.tf32_flops <= 0 &&
       to.tf32_flops > 0 && allowed)
     return {Engine::tensor, Precision::tf32};

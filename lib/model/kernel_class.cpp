@@ -101,6 +101,12 @@ constexpr std::array<Pattern, 19> kPrecisionMarks{{{"e4m3", "e4m3"},
                                                    {" half", "half"},
                                                    {"s1688", "s1688 (tf32)"}}};
 
+bool names_convolution(const std::string& signature) {
+  for (std::string_view mark : {"conv", "cudnn", "fprop", "dgrad", "wgrad", "winograd", "fft"})
+    if (signature.find(mark) != std::string::npos) return true;
+  return false;
+}
+
 Precision precision_of_mark(std::string_view text) {
   if (text == "e4m3" || text == "e5m2" || text == "fp8") return Precision::fp8;
   if (text == "tf32" || text == "s1688") return Precision::tf32;
@@ -136,6 +142,7 @@ KernelClass classify_kernel(std::string_view name) {
     out.engine_rule = "no GEMM or convolution in the name";
   }
   out.bound = out.engine == Engine::none ? Bound::memory : Bound::compute;
+  out.convolution = out.bound == Bound::compute && names_convolution(signature);
   if (const Pattern* mark = first_in(signature, kPrecisionMarks)) {
     out.precision = precision_of_mark(mark->text);
     out.precision_rule = mark->rule;
@@ -147,13 +154,6 @@ KernelClass classify_kernel(std::string_view name) {
   }
   if (out.engine != Engine::tensor && out.precision == Precision::tf32) out.precision = Precision::fp32;
   return out;
-}
-
-bool is_convolution(std::string_view name) {
-  const std::string signature = signature_of(name);
-  for (std::string_view mark : {"conv", "cudnn", "fprop", "dgrad", "wgrad", "winograd", "fft"})
-    if (signature.find(mark) != std::string::npos) return true;
-  return false;
 }
 
 }  // namespace daydream

@@ -195,14 +195,14 @@ TEST_CASE("gpu scenario: TF32 on the target for fp32 convolutions traced without
   const char* conv = "volta_scudnn_128x64_relu_interior_nn_v1";
   const KernelClass k = classify_kernel(conv);
   REQUIRE(k.engine == Engine::simt);
-  const KernelRun on_a100 = run_on(k, conv, v100, a100, true, false);
+  const KernelRun on_a100 = run_on(k, v100, a100, true, false);
   CHECK((on_a100.engine == Engine::tensor && on_a100.precision == Precision::tf32));
-  CHECK(run_on(k, conv, v100, a100, false, false).engine == Engine::simt);
-  CHECK(run_on(classify_kernel("volta_sgemm_128x64_nn"), "volta_sgemm_128x64_nn", v100, a100, true, false).engine ==
+  CHECK(run_on(k, v100, a100, false, false).engine == Engine::simt);
+  CHECK(run_on(classify_kernel("volta_sgemm_128x64_nn"), v100, a100, true, false).engine ==
         Engine::simt);  // cuBLAS GEMMs keep fp32 (torch.backends.cuda.matmul.allow_tf32 is False)
   // The way back: a TF32 kernel on a GPU without TF32 runs in fp32 on the SIMT cores.
   const KernelClass tf32 = classify_kernel("cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4");
-  const KernelRun on_v100 = run_on(tf32, "cutlass_80_tensorop_s1688gemm", a100, v100, true, false);
+  const KernelRun on_v100 = run_on(tf32, a100, v100, true, false);
   CHECK((on_v100.engine == Engine::simt && on_v100.precision == Precision::fp32));
   CHECK(kernel_time_ratio(tf32, nullptr, a100, v100, on_v100) == Approx(156.0 / 15.7));
 }

@@ -9,8 +9,6 @@
 namespace daydream::python {
 namespace {
 
-constexpr double kTera = 1e12, kGiga = 1e9, kGiB = 1024.0 * 1024 * 1024, kMiB = 1024.0 * 1024;
-
 py::dict device_dict(const DeviceSpec& d) {
   py::dict out;
   out["name"] = d.name;
@@ -19,18 +17,8 @@ py::dict device_dict(const DeviceSpec& d) {
   out["compute_major"] = d.compute_major;
   out["compute_minor"] = d.compute_minor;
   out["sm_count"] = d.sm_count;
-  out["boost_clock_mhz"] = d.boost_clock_mhz;
-  out["fp32_tflops"] = d.fp32_flops / kTera;
-  out["fp16_simt_tflops"] = d.fp16_simt_flops / kTera;
-  out["tf32_tflops"] = d.tf32_flops / kTera;
-  out["fp16_tflops"] = d.fp16_flops / kTera;
-  out["bf16_tflops"] = d.bf16_flops / kTera;
-  out["fp8_tflops"] = d.fp8_flops / kTera;
-  out["memory_bandwidth_gbps"] = d.memory_bandwidth / kGiga;
-  out["memory_gib"] = d.memory_bytes / kGiB;
-  out["l2_mib"] = d.l2_bytes / kMiB;
-  out["power_watts"] = d.power_watts;
-  out["host_bandwidth_gbps"] = d.host_bandwidth / kGiga;
+  for (const DeviceNumberField& field : device_number_fields())
+    out[py::str(std::string(field.key))] = d.*field.member / field.unit;
   out["source"] = d.source;
   return out;
 }
