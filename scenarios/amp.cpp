@@ -1,23 +1,27 @@
-// amp: what if the job used automatic mixed precision? As the Daydream paper estimates it:
-// kernels that run on tensor cores under AMP (GEMMs and convolutions, recognised by name) take
-// 1/tensor_core of their time (default 1/3), every other kernel 1/other (default 1/2); copies,
-// memsets, collectives and CPU work keep their recorded times, and so do the kernels of a data
-// pipeline (phase data_loading: DALI, DataLoader), which autocast, being thread-local to the
-// training loop, does not reach.
-// On top of the paper: autocast casts each weight a tensor-core operator uses to fp16 once per
-// forward pass. Each forward operator that launches tensor-core kernels gets one cast kernel on
-// the same stream just before its first tensor-core kernel, launched by one more launch call just
-// before that kernel's launch call (casts=0 leaves them out). A cast costs, on the GPU, the median
-// elementwise kernel of the trace after the `other` scaling (most elementwise kernels are the
-// optimizer's per-weight updates, which touch as many bytes as a weight cast), and on the CPU the
-// median kernel-launch call. docs/scenarios/amp.md.
+// amp: what if the job used automatic mixed precision (torch.autocast to fp16 or bf16)?
+// By default on the GPU model (amp_device.cpp, docs/gpu_model.md): the traced GPU is identified
+// from the trace (or named with `device`); each kernel outside the optimizer step (fp32 master
+// weights) and a data pipeline (autocast is thread-local to the training loop) runs as autocast
+// runs it (autocast_time_ratio: GEMMs and convolutions on the tensor cores at dtype by the ratio
+// of peaks, memory-bound kernels with half the bytes), never below the trace's shortest kernel;
+// with fp16, GradScaler's step waits for the backward pass on the GPU.
+// With tensor_core, other or pattern given, or a GPU the catalogue does not know: the Daydream
+// paper's fixed factors, kernels named by `pattern` / tensor_core and every other / other.
+// On top of both: autocast casts each weight a GEMM or convolution uses once per forward pass.
+// Each forward operator that launches such kernels gets one cast kernel on the same stream just
+// before its first one, launched by one more launch call just before that kernel's launch call
+// (casts=0 leaves them out). A cast costs, on the GPU, the median elementwise kernel of the trace
+// after the scaling, and on the CPU the median kernel-launch call. docs/scenarios/amp.md.
 #include <fmt/format.h>
 
 #include <unordered_set>
 #include <vector>
 
+#include "amp_device.hpp"
 #include "builtin.hpp"
 #include "daydream/analyze.hpp"
+#include "daydream/device.hpp"
+#include "daydream/error.hpp"
 #include "daydream/transform.hpp"
 
 namespace daydream::scenarios {
@@ -31,21 +35,63 @@ constexpr const char* kTensorCore =
     "[^(]*(gemm|conv|wgrad|dgrad|fprop|cutlass|xmma|scudnn|[sh](884|1688|16816))";
 constexpr const char* kElementwise = "(?i)elementwise";
 
+double ms(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
+
+/// Kernels autocast reaches: not a data pipeline's (autocast is thread-local to the loop).
+bool in_model(const Graph& g, TaskId t) { return g.task(t).phase != Phase::data_loading; }
+
+// --- the paper's fixed factors ---
+
+std::vector<TaskId> scale_by_factors(Graph& graph, const ScenarioParams& params, std::vector<std::string>& notes) {
+  const double tensor_core_factor = params.number("tensor_core"), other_factor = params.number("other");
+  const std::string& pattern = params.text("pattern");
+  auto tensor_core = graph.select(TaskFilter().kind(TaskKind::kernel).name(pattern).where(in_model));
+  auto other = graph.select(TaskFilter().kind(TaskKind::kernel).name_not(pattern).where(in_model));
+  const TimeNs tensor_core_before = tensor_core.total_duration_ns(), other_before = other.total_duration_ns();
+  tensor_core.scale(1.0 / tensor_core_factor);
+  other.scale(1.0 / other_factor);
+  notes.push_back(fmt::format("{} tensor-core kernels scaled by 1/{:g} ({:.3f} -> {:.3f} ms), {} other kernels by "
+                              "1/{:g} ({:.3f} -> {:.3f} ms)",
+                              tensor_core.size(), tensor_core_factor, ms(tensor_core_before),
+                              ms(tensor_core.total_duration_ns()), other.size(), other_factor, ms(other_before),
+                              ms(other.total_duration_ns())));
+  return tensor_core.ids();
+}
+
+/// The traced GPU, or nullptr (with the reason in `notes`) when the catalogue cannot say.
+const DeviceSpec* model_device(const DeviceCatalog& catalog, const Graph& graph, const ScenarioParams& params,
+                               std::vector<std::string>& notes) {
+  if (params.given("device")) return &catalog.at(params.text("device"));
+  try {
+    return &traced_device(catalog, graph.gpus(), graph.source_path);
+  } catch (const Error&) {
+    const std::string recorded = graph.gpus().empty() ? "none recorded" : "'" + graph.gpus().front().name + "'";
+    notes.push_back(fmt::format("the GPU model does not know the trace's GPU ({}): the paper's fixed factors are used "
+                                "(name a known GPU with device=, or add it with devices=)",
+                                recorded));
+    return nullptr;
+  }
+}
+
+// --- the casts ---
+
 // A cast's GPU time: the median elementwise kernel after scaling; any non-tensor-core kernel when
 // there is none.
-TimeNs cast_kernel_ns(Graph& graph, const std::string& tensor_core) {
-  auto kernels = graph.select(TaskFilter().kind(TaskKind::kernel).name(kElementwise).name_not(tensor_core));
-  if (kernels.empty()) kernels = graph.select(TaskFilter().kind(TaskKind::kernel).name_not(tensor_core));
+TimeNs cast_kernel_ns(Graph& graph) {
+  auto kernels = graph.select(TaskFilter().kind(TaskKind::kernel).name(kElementwise).name_not(kTensorCore));
+  if (kernels.empty()) kernels = graph.select(TaskFilter().kind(TaskKind::kernel).name_not(kTensorCore));
   return kernels.median_duration_ns();
 }
 
-// One cast per forward operator, before its first tensor-core kernel on its stream, launched by
+// One cast per forward operator, before its first GEMM or convolution on its stream, launched by
 // one more call before that kernel's launch call (insert_launched: none when that call starts its
 // thread). Returns the count.
-std::size_t insert_casts(Graph& graph, const std::vector<TaskId>& tensor_core, TimeNs cast_ns, TimeNs launch_call_ns) {
+std::size_t insert_casts(Graph& graph, const std::vector<TaskId>& weighted, Precision dtype, TimeNs cast_ns,
+                         TimeNs launch_call_ns) {
   std::unordered_set<std::int64_t> operators_done;
   std::size_t inserted = 0;
-  for (TaskId kernel : tensor_core) {
+  const std::string cast_name = fmt::format("amp cast fp32 -> {}", to_string(dtype));
+  for (TaskId kernel : weighted) {
     const Task& task = graph.task(kernel);
     if (task.phase != Phase::forward) continue;
     if (task.op_event != kNone && !operators_done.insert(task.op_event).second) continue;
@@ -53,33 +99,34 @@ std::size_t insert_casts(Graph& graph, const std::vector<TaskId>& tensor_core, T
     if (call == kNoTask) continue;
     auto launch = NewTask::of("cudaLaunchKernel (amp cast)", TaskKind::runtime, launch_call_ns,
                               graph.task(call).iteration, Phase::forward);
-    auto cast = NewTask::of("amp cast fp32 -> fp16", TaskKind::kernel, cast_ns, task.iteration, Phase::forward);
+    auto cast = NewTask::of(cast_name, TaskKind::kernel, cast_ns, task.iteration, Phase::forward);
     if (insert_launched(graph, std::move(launch), std::move(cast), call, kernel)) ++inserted;
   }
   return inserted;
 }
 
+Precision autocast_dtype(const ScenarioParams& params) {
+  const auto dtype = parse_precision(params.text("dtype"));
+  if (!dtype || (*dtype != Precision::fp16 && *dtype != Precision::bf16))
+    throw Error(fmt::format("amp: dtype '{}' is not one autocast runs in (valid: fp16, bf16)", params.text("dtype")));
+  return *dtype;
+}
+
 ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
-  const double tensor_core_factor = params.number("tensor_core"), other_factor = params.number("other");
-  const std::string& pattern = params.text("pattern");
-  check_pattern(pattern, "amp");
+  check_pattern(params.text("pattern"), "amp");
+  const Precision dtype = autocast_dtype(params);
   const auto launch_call_ns = median_launch_call_ns(graph);
-  // Autocast is thread-local to the training loop: a data pipeline's kernels (DALI, DataLoader)
-  // keep their precision and time.
-  const auto model = [](const Graph& g, TaskId t) { return g.task(t).phase != Phase::data_loading; };
-  auto tensor_core = graph.select(TaskFilter().kind(TaskKind::kernel).name(pattern).where(model));
-  auto other = graph.select(TaskFilter().kind(TaskKind::kernel).name_not(pattern).where(model));
-  const std::size_t data_loading = graph.select(TaskFilter().kind(TaskKind::kernel).phase(Phase::data_loading)).size();
-  const TimeNs tensor_core_before = tensor_core.total_duration_ns(), other_before = other.total_duration_ns();
-  tensor_core.scale(1.0 / tensor_core_factor);
-  other.scale(1.0 / other_factor);
   ScenarioOutcome outcome;
-  const auto ms = [](TimeNs ns) { return static_cast<double>(ns) / 1e6; };
-  outcome.notes.push_back(fmt::format("{} tensor-core kernels scaled by 1/{:g} ({:.3f} -> {:.3f} ms), {} other kernels by "
-                                      "1/{:g} ({:.3f} -> {:.3f} ms)",
-                                      tensor_core.size(), tensor_core_factor, ms(tensor_core_before),
-                                      ms(tensor_core.total_duration_ns()), other.size(), other_factor, ms(other_before),
-                                      ms(other.total_duration_ns())));
+  DeviceCatalog catalog = DeviceCatalog::builtin();
+  if (!params.text("devices").empty()) catalog.load_json(params.text("devices"));
+  const bool fixed = params.given("tensor_core") || params.given("other") || params.given("pattern");
+  const DeviceSpec* device = fixed ? nullptr : model_device(catalog, graph, params, outcome.notes);
+  const std::vector<TaskId> weighted = device != nullptr ? scale_on_device(graph, *device, dtype, outcome.notes)
+                                                         : scale_by_factors(graph, params, outcome.notes);
+  if (params.integer("grad_scaler") == 1 || (device != nullptr && !params.given("grad_scaler") && dtype == Precision::fp16))
+    outcome.notes.push_back(fmt::format("GradScaler: {} optimizer steps wait for the GPU's backward pass (found_inf.item())",
+                                        insert_scaler_syncs(graph)));
+  const std::size_t data_loading = graph.select(TaskFilter().kind(TaskKind::kernel).phase(Phase::data_loading)).size();
   if (data_loading > 0)
     outcome.notes.push_back(fmt::format("{} data-loading kernels (DALI, DataLoader: outside autocast) kept", data_loading));
   if (params.integer("casts") == 0) return outcome;
@@ -87,11 +134,11 @@ ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
     outcome.notes.push_back("no casts inserted: the graph marks no forward phase");
     return outcome;
   }
-  const TimeNs cast_ns = cast_kernel_ns(graph, pattern);
-  const std::size_t inserted = insert_casts(graph, tensor_core.ids(), cast_ns, launch_call_ns);
-  outcome.notes.push_back(fmt::format("{} fp16 weight casts inserted (one per forward operator with tensor-core kernels): "
-                                      "{} ns on the GPU, {} ns launch call each",
-                                      inserted, cast_ns, launch_call_ns));
+  const TimeNs cast_ns = cast_kernel_ns(graph);
+  const std::size_t inserted = insert_casts(graph, weighted, dtype, cast_ns, launch_call_ns);
+  outcome.notes.push_back(fmt::format("{} {} weight casts inserted (one per forward operator with GEMM or convolution "
+                                      "kernels): {} ns on the GPU, {} ns launch call each",
+                                      inserted, to_string(dtype), cast_ns, launch_call_ns));
   return outcome;
 }
 
@@ -99,14 +146,33 @@ ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
 
 Scenario amp() {
   constexpr double inf = std::numeric_limits<double>::infinity();
+  auto device = ScenarioParam::text("device", "auto", "the traced GPU, when the trace does not name it (or to override)");
+  device.automatic_means = "identified from the trace's device records";
   return {"amp",
-          "automatic mixed precision: tensor-core kernels / tensor_core, other kernels / other, plus fp16 weight casts",
-          {{"tensor_core", ParamKind::number, 3, "speed-up of tensor-core kernels (GEMM, convolution)", 0, inf, true},
-           {"other", ParamKind::number, 2, "speed-up of every other kernel", 0, inf, true},
+          "automatic mixed precision: each kernel as autocast runs it on the traced GPU (peak ratios, half the "
+          "bytes), plus weight casts; or the paper's fixed factors",
+          {ScenarioParam::text("dtype", "fp16", "the precision autocast runs in: fp16 or bf16"),
+           device,
+           ScenarioParam{"grad_scaler", ParamKind::integer, 0,
+                         "1: torch.cuda.amp.GradScaler's step waits for the GPU (found_inf.item()) before the "
+                         "optimizer step; 0: no scaler",
+                         0, 1}
+               .automatic("1 for fp16 on the GPU model, else 0"),
            {"casts", ParamKind::integer, 1,
-            "1: insert autocast's fp32 -> fp16 weight casts in the forward pass; 0: leave them out", 0, 1},
+            "1: insert autocast's fp32 -> dtype weight casts in the forward pass; 0: leave them out", 0, 1},
+           ScenarioParam{"tensor_core", ParamKind::number, 3,
+                         "fixed speed-up of tensor-core kernels (GEMM, convolution): the paper's estimate instead of "
+                         "the GPU model",
+                         0, inf, true}
+               .automatic("from the GPU model (3 when the GPU is unknown)"),
+           ScenarioParam{"other", ParamKind::number, 2,
+                         "fixed speed-up of every other kernel: the paper's estimate instead of the GPU model", 0, inf,
+                         true}
+               .automatic("from the GPU model (2 when the GPU is unknown)"),
            ScenarioParam::text("pattern", kTensorCore,
-                               "regular expression naming the tensor-core kernels (GEMM, convolution)")},
+                               "regular expression naming the tensor-core kernels of the fixed factors (GEMM, "
+                               "convolution)"),
+           ScenarioParam::text("devices", "", "a JSON file of more GPUs for the catalogue (docs/gpu_model.md)")},
           apply_amp};
 }
 

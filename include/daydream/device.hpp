@@ -190,6 +190,22 @@ double kernel_time_ratio(const KernelClass& kernel, const LaunchConfig* launch, 
 KernelRun run_on(const KernelClass& kernel, const DeviceSpec& from, const DeviceSpec& to, bool tf32_convolutions,
                  bool tf32_matmul);
 
+/// How a kernel traced on `device` runs under torch.autocast to `dtype` (fp16 or bf16):
+///  - a kernel already at a reduced precision (fp16, bf16, fp8) is unchanged;
+///  - a GEMM or convolution (tensor or SIMT engine) runs on the tensor cores at `dtype`;
+///  - a memory-bound kernel moves `dtype`-sized elements.
+KernelRun autocast_run(const KernelClass& kernel, Precision dtype);
+
+/// How many times longer a kernel takes under autocast to `dtype` on the GPU it was traced on:
+/// kernel_time_ratio(kernel, launch, device, device, autocast_run(kernel, dtype)), except for a
+/// SIMT convolution traced on a GPU with TF32. cuDNN chose it over the TF32 tensor-core
+/// algorithms, so those took at least as long; taken as equal (the one estimate the trace
+/// gives), the tensor-core algorithm at `dtype` takes its time times the TF32-to-`dtype` peak
+/// ratio. (cuDNN's SIMT engines gain no arithmetic rate in half precision: PyTorch runs half
+/// convolutions with fp32 compute.)
+double autocast_time_ratio(const KernelClass& kernel, const LaunchConfig* launch, const DeviceSpec& device,
+                           Precision dtype);
+
 /// Bytes of one element at `precision` (fp32/tf32: 4, fp16/bf16: 2, fp8: 1).
 double element_bytes(Precision precision);
 

@@ -1,8 +1,11 @@
 // Phase and layer rules (docs/formats.md, "Layers"):
 //  - phase: the innermost `daydream.layer:<name>:<phase>` mark decides; otherwise update inside
-//    `Optimizer.step`/`Optimizer.zero_grad`, backward inside anything named *backward* (any case),
-//    `autograd::engine...` or `AccumulateGrad`, data_loading inside `enumerate(DataLoader)` or a
-//    DALI range (`[DALI]...`), forward elsewhere inside a `ProfilerStep#N`.
+//    `Optimizer.step`/`Optimizer.zero_grad` or a range named `optimizer` (any case), backward
+//    inside anything named *backward* (any case), `autograd::engine...` or `AccumulateGrad`,
+//    data_loading inside `enumerate(DataLoader)` or a DALI range (`[DALI]...`), forward inside a
+//    range named `forward` (any case) and elsewhere inside a `ProfilerStep#N`. The bare names are
+//    the NVTX / record_function ranges training loops put around their phases
+//    (`nvtx.range_push("forward")`, NVIDIA's DeepLearningExamples, the NERSC tutorials).
 //  - layer: every enclosing range that names a layer, outermost first, joined by '/'.
 #include "graph/task_context.hpp"
 
@@ -21,6 +24,11 @@ constexpr std::string_view kDali = "[DALI]";
 /// Annotations of frameworks and libraries: they never name a layer.
 constexpr std::array<std::string_view, 6> kFrameworkRanges = {"ProfilerStep#", "Optimizer.", "enumerate(DataLoader)",
                                                               "nccl:",         "autograd::", kDali};
+
+/// `text` equals `lowercase` ignoring the case of `text`'s letters.
+bool equals_ignore_case(std::string_view text, std::string_view lowercase) {
+  return text.size() == lowercase.size() && text::contains_ignore_case(text, lowercase);
+}
 
 std::optional<Phase> phase_named(std::string_view text) {
   if (text == "forward") return Phase::forward;
@@ -45,11 +53,12 @@ std::string_view TaskContext::layer_of(const TraceEvent& e, std::string_view nam
 }
 
 void TaskContext::visit(const TraceEvent& e, std::string_view name) {
-  update_ = update_ || text::starts_with(name, "Optimizer.step") || text::starts_with(name, "Optimizer.zero_grad");
+  update_ = update_ || text::starts_with(name, "Optimizer.step") || text::starts_with(name, "Optimizer.zero_grad") ||
+            equals_ignore_case(name, "optimizer");
   backward_ = backward_ || text::contains_ignore_case(name, "backward") || text::starts_with(name, "autograd::engine") ||
               text::contains(name, "AccumulateGrad");
   loading_ = loading_ || text::starts_with(name, "enumerate(DataLoader)") || text::starts_with(name, kDali);
-  in_step_ = in_step_ || text::starts_with(name, "ProfilerStep#");
+  forward_scope_ = forward_scope_ || text::starts_with(name, "ProfilerStep#") || equals_ignore_case(name, "forward");
   if (!marked_phase_ && text::starts_with(name, kMark)) marked_phase_ = phase_named(name.substr(name.rfind(':') + 1));
   if (sequence_ == kNone && e.kind == EventKind::cpu_op && e.sequence_number != kNone) sequence_ = e.sequence_number;
   const auto layer = layer_of(e, name);
@@ -63,7 +72,7 @@ Phase TaskContext::phase() const {
   if (update_) return Phase::update;
   if (backward_) return Phase::backward;
   if (loading_) return Phase::data_loading;
-  return in_step_ ? Phase::forward : Phase::unknown;
+  return forward_scope_ ? Phase::forward : Phase::unknown;
 }
 
 std::string TaskContext::layer_path() const {

@@ -26,7 +26,8 @@ class TaskContext {
   static std::string_view layer_of(const TraceEvent& range, std::string_view name);
 
  private:
-  bool update_ = false, backward_ = false, loading_ = false, in_step_ = false;
+  // forward_scope_: inside a ProfilerStep#N or a range named forward
+  bool update_ = false, backward_ = false, loading_ = false, forward_scope_ = false;
   std::optional<Phase> marked_phase_;  // from the innermost `daydream.layer:<name>:<phase>`
   std::string layers_;                 // innermost first, joined by '\n' while accumulating
   std::int64_t sequence_ = kNone;

@@ -64,4 +64,22 @@ KernelRun run_on(const KernelClass& kernel, const DeviceSpec& from, const Device
   return run;
 }
 
+KernelRun autocast_run(const KernelClass& kernel, Precision dtype) {
+  const bool reduced = kernel.precision != Precision::fp32 && kernel.precision != Precision::tf32;
+  if (reduced) return {kernel.engine, kernel.precision};
+  return {kernel.engine == Engine::none ? Engine::none : Engine::tensor, dtype};
+}
+
+double autocast_time_ratio(const KernelClass& kernel, const LaunchConfig* launch, const DeviceSpec& device,
+                           Precision dtype) {
+  const KernelRun run = autocast_run(kernel, dtype);
+  const bool chosen_over_tf32 = kernel.engine == Engine::simt && kernel.convolution &&
+                                kernel.precision == Precision::fp32 && device.tf32_flops > 0;
+  if (!chosen_over_tf32) return kernel_time_ratio(kernel, launch, device, device, run);
+  KernelClass as_tf32 = kernel;
+  as_tf32.engine = Engine::tensor;
+  as_tf32.precision = Precision::tf32;
+  return kernel_time_ratio(as_tf32, launch, device, device, run);
+}
+
 }  // namespace daydream

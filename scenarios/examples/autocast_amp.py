@@ -1,17 +1,26 @@
 """amp in Python: the twin of the built-in (scenarios/amp.cpp; scenarios/examples/amp.py is the
-paper's plain estimate). Tensor-core kernels take 1/tensor_core of their time, every other kernel
-1/other, except a data pipeline's (autocast is thread-local to the training loop); then autocast's
-fp32 -> fp16 weight casts: one cast kernel per forward operator, before its first tensor-core
-kernel, launched by one more call before that kernel's call. docs/scenarios/amp.md.
+paper's plain estimate). On the GPU model (the trace's GPU known to the catalogue, no fixed factor
+given): each kernel outside the optimizer step and the data pipeline takes its time times
+daydream.autocast_time_ratio (peak ratios at the new precision, half the bytes), never below the
+trace's shortest kernel; with fp16, GradScaler's step waits for the backward pass on the GPU.
+Otherwise the paper's factors: tensor-core kernels 1/tensor_core, every other kernel 1/other.
+Then autocast's weight casts: one cast kernel per forward operator, before its first GEMM or
+convolution, launched by one more call before that kernel's call. docs/scenarios/amp.md.
 
     import daydream, autocast_amp
     graph = daydream.load("trace.json.gz")
     autocast_amp.apply(graph)
 """
 
+import math
+
+import daydream
+
 NAME = "amp"
 # Other parameters the twin test checks: spec arguments -> apply() keywords.
-CASES = {"casts=0": {"casts": 0}, "tensor_core=8,other=1.5": {"tensor_core": 8.0, "other": 1.5}}
+CASES = {"casts=0": {"casts": 0}, "tensor_core=8,other=1.5": {"tensor_core": 8.0, "other": 1.5},
+         "dtype=bf16,device=A100-SXM4-40GB": {"dtype": "bf16", "device": "A100-SXM4-40GB"},
+         "grad_scaler=1,device=V100-SXM2-32GB": {"grad_scaler": 1, "device": "V100-SXM2-32GB"}}
 TENSOR_CORE = ("(?i)^(?![^(]*(offsets|reduce|winogradtiles|winograd_nonfused))"
                "[^(]*(gemm|conv|wgrad|dgrad|fprop|cutlass|xmma|scudnn|[sh](884|1688|16816))")
 
@@ -22,11 +31,11 @@ def _cast_kernel_ns(graph, pattern):
     return (kernels if len(kernels) else graph.select(kind="kernel", name_not=pattern)).median_duration_ns
 
 
-def _insert_casts(graph, tensor_core, cast_ns, launch_call_ns):
-    """One cast per forward operator, before its first tensor-core kernel on its stream, launched by
+def _insert_casts(graph, weighted, dtype, cast_ns, launch_call_ns):
+    """One cast per forward operator, before its first GEMM or convolution on its stream, launched by
     one more call before that kernel's launch call (none when that call starts its thread)."""
     operators_done = set()
-    for kernel in tensor_core:
+    for kernel in weighted:
         if kernel.phase != "forward":
             continue
         if kernel.op_event is not None:
@@ -38,18 +47,68 @@ def _insert_casts(graph, tensor_core, cast_ns, launch_call_ns):
             continue
         launch = {"name": "cudaLaunchKernel (amp cast)", "kind": "runtime", "duration_ns": launch_call_ns,
                   "iteration": call.iteration, "phase": "forward"}
-        cast = {"name": "amp cast fp32 -> fp16", "kind": "kernel", "duration_ns": cast_ns,
+        cast = {"name": f"amp cast fp32 -> {dtype}", "kind": "kernel", "duration_ns": cast_ns,
                 "iteration": kernel.iteration, "phase": "forward"}
         graph.insert_launched(launch, cast, call, kernel)
 
 
-def apply(graph, tensor_core: float = 3.0, other: float = 2.0, casts: int = 1, pattern: str = TENSOR_CORE) -> None:
+def _traced_gpu(graph, device, devices):
+    """The catalogue name of the traced GPU; None when the catalogue does not know it."""
+    if device != "auto":
+        return device
+    try:
+        return graph.traced_gpu(devices)["name"]
+    except daydream.Error:
+        return None
+
+
+def _scale_on_device(graph, gpu, dtype, devices):
+    """Each model kernel outside the optimizer step as autocast runs it; returns GEMMs and convolutions."""
+    kernels = graph.select(kind="kernel")
+    floor_ns = min((k.duration_ns for k in kernels if k.duration_ns > 0), default=0)
+    weighted = []
+    for kernel in graph.select(lambda t: t.phase not in ("data_loading", "update"), kind="kernel"):
+        if daydream.kernel_class(kernel.name)["engine"] != "none":
+            weighted.append(kernel)
+        ratio = daydream.autocast_time_ratio(kernel.name, gpu, dtype, devices)
+        if ratio != 1.0:
+            exact = math.floor(kernel.duration_ns * ratio + 0.5)  # half away from zero, as C++ llround
+            kernel.duration_ns = max(exact, min(kernel.duration_ns, floor_ns))
+    return weighted
+
+
+def _scaler_syncs(graph):
+    """GradScaler: each iteration's optimizer step waits for the GPU task before its first kernel."""
+    first = {}
+    for kernel in graph.select(kind="kernel", phase="update"):
+        if kernel.iteration >= 0 and (kernel.iteration not in first or
+                                      kernel.recorded_start_ns < first[kernel.iteration].recorded_start_ns):
+            first[kernel.iteration] = kernel
+    for iteration, kernel in sorted(first.items()):
+        backward_end, call = graph.predecessor(kernel, "gpu_sequential"), graph.predecessor(kernel, "launch")
+        if backward_end is None or call is None:
+            continue
+        step = graph.run_before(call, graph.num_tasks, lambda t: t.phase == "update" and t.iteration == iteration)
+        graph.connect(backward_end, step[0] if step else call, "sync")
+
+
+def apply(graph, dtype: str = "fp16", device: str = "auto", grad_scaler="auto", casts: int = 1, tensor_core="auto",
+          other="auto", pattern: str = TENSOR_CORE, devices: str = "") -> None:
+    if dtype not in ("fp16", "bf16"):
+        raise ValueError(f"amp: dtype '{dtype}' is not one autocast runs in (valid: fp16, bf16)")
+    devices = devices or None
     launch_call_ns = graph.median_launch_call_ns()
-    model = lambda t: t.phase != "data_loading"  # noqa: E731  (a DALI/DataLoader kernel keeps its time)
-    fast = graph.select(model, kind="kernel", name=pattern)
-    rest = graph.select(model, kind="kernel", name_not=pattern)
-    fast.scale(1.0 / tensor_core)
-    rest.scale(1.0 / other)
+    fixed = tensor_core != "auto" or other != "auto" or pattern != TENSOR_CORE
+    gpu = None if fixed else _traced_gpu(graph, device, devices)
+    if gpu is not None:
+        weighted = _scale_on_device(graph, gpu, dtype, devices)
+    else:
+        model = lambda t: t.phase != "data_loading"  # noqa: E731  (a DALI/DataLoader kernel keeps its time)
+        weighted = graph.select(model, kind="kernel", name=pattern)
+        graph.select(model, kind="kernel", name_not=pattern).scale(1.0 / (2.0 if other == "auto" else other))
+        weighted.scale(1.0 / (3.0 if tensor_core == "auto" else tensor_core))
+    if grad_scaler == 1 or (grad_scaler == "auto" and gpu is not None and dtype == "fp16"):
+        _scaler_syncs(graph)
     if casts == 0 or not len(graph.select(phase="forward")):
         return
-    _insert_casts(graph, fast, _cast_kernel_ns(graph, pattern), launch_call_ns)
+    _insert_casts(graph, weighted, dtype, _cast_kernel_ns(graph, TENSOR_CORE), launch_call_ns)

@@ -12,7 +12,8 @@ def test_exports():
         "TaskSet", "__version__", "load", "Prediction", "scenarios", "describe", "predict",
         "apply_scenario", "sweep", "validate", "write_timeline", "fit_link", "collective_traffic_bytes",
         "estimate_loads", "recorded_first_starts", "RangeTasks", "TraceCollectives", "BackwardPass",
-        "TracedPass", "LaunchIndex", "RingCost", "ns_per_byte", "read_parameter_counts", "gpus", "kernel_class"}
+        "TracedPass", "LaunchIndex", "RingCost", "ns_per_byte", "read_parameter_counts", "gpus", "kernel_class",
+        "autocast_time_ratio"}
     # sweep and validate are written in Python (daydream/_sweep.py, daydream/_validate.py)
     for name in set(daydream.__all__) - {"sweep", "validate"}:
         assert getattr(daydream, name) is getattr(_core, name)

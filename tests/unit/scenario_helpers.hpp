@@ -16,6 +16,14 @@ inline ScenarioOutcome apply(Graph& graph, const std::string& spec) {
   return apply_scenario(graph, parse_scenario_spec(spec));
 }
 
+/// A scenario's notes, one per line, for Catch::Contains.
+inline std::string all_notes(const std::vector<std::string>& notes) {
+  std::string text;
+  for (const auto& n : notes) text += n + "\n";
+  return text;
+}
+inline std::string all_notes(const ScenarioOutcome& outcome) { return all_notes(outcome.notes); }
+
 /// Simulated time of each iteration (trace order), as `daydream replay` reports it.
 inline std::vector<TimeNs> step_times(const Graph& graph) {
   std::vector<TimeNs> out;

@@ -248,3 +248,119 @@ TEST_CASE("gpu scenario on real traces: the traced GPU as target changes nothing
     }
   }
 }
+
+// ------------------------------------------------------------------------- amp on the GPU model
+
+namespace {
+
+constexpr const char* kTf32Conv = "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw";
+constexpr const char* kSimtConv = "void convolveNd_dgrad_float_engine<float, 3, 512, 6, 5, 3, 3, 3, false>(int)";
+constexpr const char* kHalfAdd = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<c10::Half>>(int)";
+constexpr const char* kAdamUpdate = "void at::native::vectorized_elementwise_kernel<4, at::native::AddcdivFunctor<float>>(int)";
+
+/// One A100 step: forward (a TF32 convolution 1000 us, an fp32 SIMT GEMM 1600 us), backward on
+/// another thread (a SIMT convolution 800 us, an fp32 add 400 us, an fp16 add 100 us, a 2 us
+/// kernel), then the optimizer (an Adam update 300 us), back to back on one stream.
+Graph amp_step() {
+  test::KinetoJson t;
+  t.device(a100_properties());
+  t.annotation("ProfilerStep#1", 0, 6000);
+  t.cpu_op("aten::conv2d", 1, 10);
+  t.runtime("cudaLaunchKernel", 2, 3, 1);
+  t.kernel(kTf32Conv, 20, 1000, 1);
+  t.cpu_op("aten::mm", 12, 10);
+  t.runtime("cudaLaunchKernel", 13, 3, 2);
+  t.kernel(kSgemm, 1020, 1600, 2);
+  t.annotation("autograd::engine::evaluate_function: ConvolutionBackward0", 30, 20, 2);
+  t.runtime("cudaLaunchKernel", 31, 3, 3, 2);
+  t.kernel(kSimtConv, 2620, 800, 3);
+  t.runtime("cudaLaunchKernel", 35, 3, 4, 2);
+  t.kernel(kElementwise, 3420, 400, 4);
+  t.runtime("cudaLaunchKernel", 39, 3, 5, 2);
+  t.kernel(kHalfAdd, 3820, 100, 5);
+  t.runtime("cudaLaunchKernel", 43, 3, 6, 2);
+  t.kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)", 3920, 2, 6);
+  t.annotation("Optimizer.step#Adam.step", 60, 20);
+  t.runtime("cudaLaunchKernel", 61, 3, 7);
+  t.kernel(kAdamUpdate, 3922, 300, 7);
+  t.runtime("cudaDeviceSynchronize", 90, 4140, 8);
+  return test::graph_of(t.str());
+}
+
+TimeNs duration_of(const Graph& graph, const char* name) { return graph.task(task_named(graph, name)).duration_ns; }
+
+}  // namespace
+
+TEST_CASE("amp on the GPU model: each kernel as autocast runs it on the traced A100, exactly", "[gpu][amp]") {
+  Graph graph = amp_step();
+  const auto out = test::apply(graph, "amp:casts=0,grad_scaler=0");
+  // Tensor-core TF32 -> fp16: the peak ratio 156 / 312.
+  CHECK(duration_of(graph, kTf32Conv) == 500'000);
+  // A SIMT GEMM (TF32 off for matmul) moves to the tensor cores: 19.5 / 312.
+  CHECK(duration_of(graph, kSgemm) == std::llround(1'600'000 * 19.5 / 312.0));
+  // A SIMT convolution cuDNN chose over TF32: as its TF32 alternative, 156 / 312.
+  CHECK(duration_of(graph, kSimtConv) == 400'000);
+  // Memory-bound fp32: half the bytes. Already fp16: unchanged. The optimizer step: unchanged.
+  CHECK(duration_of(graph, kElementwise) == 200'000);
+  CHECK(duration_of(graph, kHalfAdd) == 100'000);
+  CHECK(duration_of(graph, kAdamUpdate) == 300'000);
+  // The shortest kernel of the trace (2 us) is the floor: the 2 us fill stays 2 us.
+  CHECK(duration_of(graph, "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)") ==
+        2'000);
+  const std::string notes = test::all_notes(out);
+  CHECK_THAT(notes, Catch::Contains("autocast to fp16 on A100-SXM4-40GB (no kernel below the trace's shortest, 2000 ns)"));
+  CHECK_THAT(notes, Catch::Contains("1 kernels compute tensor tf32 -> tensor fp16: 1.000 -> 0.500 ms"));
+  CHECK_THAT(notes, Catch::Contains("1 optimizer-step kernels (fp32 master weights, outside autocast) kept"));
+  // The library call gives the same ratios.
+  const DeviceSpec& a100 = catalog().at("A100-SXM4-40GB");
+  CHECK(autocast_time_ratio(classify_kernel(kSgemm), nullptr, a100, Precision::bf16) == Approx(19.5 / 312.0));
+  CHECK(autocast_time_ratio(classify_kernel(kHalfAdd), nullptr, a100, Precision::fp16) == 1.0);
+}
+
+TEST_CASE("amp on the GPU model: fixed factors, unknown GPUs, bf16 without bf16 units", "[gpu][amp]") {
+  SECTION("tensor_core or other given: the paper's fixed factors") {
+    Graph graph = amp_step();
+    test::apply(graph, "amp:casts=0,tensor_core=4,grad_scaler=0");
+    CHECK(duration_of(graph, kTf32Conv) == 250'000);
+    CHECK(duration_of(graph, kElementwise) == 200'000);  // other: its default 2
+  }
+  SECTION("a GPU the catalogue does not know: the fixed factors, and a note that says so") {
+    test::KinetoJson t;  // the builder's default device: "Test GPU"
+    t.annotation("ProfilerStep#1", 0, 100);
+    t.runtime("cudaLaunchKernel", 1, 3, 1);
+    t.kernel(kTf32Conv, 10, 30, 1);
+    const Graph base = test::graph_of(t.str());
+    Graph graph = base;
+    const auto out = test::apply(graph, "amp:casts=0");
+    CHECK(duration_of(graph, kTf32Conv) == 10'000);
+    CHECK_THAT(test::all_notes(out), Catch::Contains("does not know the trace's GPU ('Test GPU')"));
+    // Named by the user: 30 -> 15 us, were it not the trace's shortest kernel (the floor).
+    Graph named = base;
+    test::apply(named, "amp:casts=0,device=A100-SXM4-40GB");
+    CHECK(duration_of(named, kTf32Conv) == 30'000);
+  }
+  SECTION("bf16 on a V100 runs its GEMMs at the fp32 rate; dtype is fp16 or bf16") {
+    Graph graph = amp_step();
+    const auto out = test::apply(graph, "amp:casts=0,dtype=bf16,device=V100-SXM2-32GB");
+    CHECK(duration_of(graph, kSgemm) == 1'600'000);
+    CHECK_THAT(test::all_notes(out), Catch::Contains("V100-SXM2-32GB has no bf16 tensor cores"));
+    CHECK_THROWS_WITH(test::apply(graph, "amp:dtype=int8"), Catch::Contains("dtype 'int8' is not one autocast runs in"));
+  }
+}
+
+TEST_CASE("amp on the GPU model: GradScaler's step waits for the backward pass on the GPU", "[gpu][amp]") {
+  Graph graph = amp_step();
+  const auto out = test::apply(graph, "amp:casts=0");
+  // The optimizer step's first task on the loop's thread waits for the fill kernel, the last
+  // GPU task before the step's first kernel on the stream.
+  const TaskId fill =
+      task_named(graph, "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)");
+  const TaskId step = task_named(graph, "Optimizer.step#Adam.step");
+  const auto edge = test::edge_between(graph, fill, step);
+  REQUIRE(edge.has_value());
+  CHECK(edge->type == EdgeType::sync);
+  CHECK_THAT(test::all_notes(out), Catch::Contains("GradScaler: 1 optimizer steps wait for the GPU's backward pass"));
+  Graph without = amp_step();
+  test::apply(without, "amp:casts=0,grad_scaler=0");
+  CHECK_FALSE(test::edge_between(without, fill, task_named(without, "Optimizer.step#Adam.step")).has_value());
+}

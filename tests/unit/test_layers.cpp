@@ -100,3 +100,24 @@ TEST_CASE("daydream.layer marks apply by interval, across operator boundaries", 
   CHECK(g.task(task_named(g, "autograd::engine::evaluate_function: AccumulateGrad")).layer != 0);
   CHECK(g.report().get("overlapping_cpu_events") == 0);  // marks are not cut into the nesting
 }
+
+TEST_CASE("ranges named forward and optimizer (NVTX, record_function) set the phase without a ProfilerStep",
+          "[layers]") {
+  // A loop marked as NVIDIA's examples and the NERSC tutorials mark it: `step 0` > `forward`,
+  // then `optimizer`; a `## forward ##` range is a layer name, not a phase.
+  Graph g = test::graph_of(test::KinetoJson()
+                               .annotation("step 0", 0, 1000, 1)
+                               .annotation("Forward", 10, 100, 1)
+                               .runtime("cudaLaunchKernel", 20, 10, 1, 1)
+                               .kernel("k_fwd", 40, 50, 1)
+                               .annotation("OPTIMIZER", 200, 100, 1)
+                               .runtime("cudaLaunchKernel", 210, 10, 2, 1)
+                               .kernel("k_update", 240, 50, 2)
+                               .annotation("## forward ##", 400, 100, 1)
+                               .runtime("cudaLaunchKernel", 410, 10, 3, 1)
+                               .kernel("k_other", 440, 50, 3)
+                               .str());
+  CHECK(g.task(task_named(g, "k_fwd")).phase == Phase::forward);
+  CHECK(g.task(task_named(g, "k_update")).phase == Phase::update);
+  CHECK(g.task(task_named(g, "k_other")).phase == Phase::unknown);
+}

@@ -47,11 +47,7 @@ TaskId live_task(const Graph& graph, std::string_view name) {
   return found;
 }
 
-std::string all_notes(const ScenarioOutcome& outcome) {
-  std::string text;
-  for (const auto& n : outcome.notes) text += n + "\n";
-  return text;
-}
+using test::all_notes;
 
 constexpr std::size_t kKernel = static_cast<std::size_t>(TaskKind::kernel);
 

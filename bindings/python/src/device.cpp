@@ -59,6 +59,17 @@ void init_device(py::module_& m) {
       py::arg("name"),
       "A kernel's class read off its name: {engine: tensor|simt|none, precision: fp32|tf32|fp16|bf16|fp8, bound: "
       "compute|memory, and the name patterns that decided them} (docs/gpu_model.md, \"Kernel classes\").");
+  m.def(
+      "autocast_time_ratio",
+      [](const std::string& name, const std::string& gpu, const std::string& dtype,
+         const std::optional<std::string>& devices) {
+        const auto precision = parse_precision(dtype);
+        if (!precision) throw py::value_error("autocast_time_ratio: unknown dtype '" + dtype + "'");
+        return autocast_time_ratio(classify_kernel(name), nullptr, catalog_with(devices).at(gpu), *precision);
+      },
+      py::arg("name"), py::arg("gpu"), py::arg("dtype") = "fp16", py::arg("devices") = py::none(),
+      "How many times longer the kernel `name`, traced on the catalogue GPU `gpu`, takes under torch.autocast to "
+      "`dtype` (the amp scenario's GPU model, docs/gpu_model.md); 1 for a kernel already in half precision.");
   py::reinterpret_borrow<py::class_<GraphBox, GraphPtr>>(m.attr("Graph")).def(
       "traced_gpu",
       [](const GraphPtr& g, const std::optional<std::string>& devices) {
