@@ -23,6 +23,7 @@
 #include "daydream/device.hpp"
 #include "daydream/model.hpp"
 #include "daydream/predict.hpp"
+#include "daydream/roofline.hpp"
 #include "daydream/report/chrome_trace.hpp"
 #include "daydream/report/layers.hpp"
 #include "daydream/report/replay.hpp"

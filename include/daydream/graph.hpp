@@ -215,6 +215,18 @@ struct CollectiveRecord {
   TimeNs end_ns = 0;
 };
 
+/// An operator that recorded its inputs' shapes (Kineto `record_shapes`), as the graph keeps it
+/// for the work per kernel of the GPU model (daydream/roofline.hpp, docs/gpu_model.md).
+struct OperatorRecord {
+  std::int64_t event = kNone;  ///< its file index: Task::op_event of the tasks inside it
+  std::uint32_t name = 0;      ///< index into Graph::strings()
+  /// The innermost recorded operator around it on its thread (index into Graph::operators()), or -1.
+  std::int32_t parent = -1;
+  /// Autograd sequence number (kNone without): a backward node shares its forward operator's.
+  std::int64_t sequence_number = kNone;
+  std::uint32_t shapes = 0;    ///< its inputs: operator index into Graph::operator_shapes()
+};
+
 struct GraphStorage;  // the Boost.Graph adjacency list, private to lib/graph
 struct JobLayout;     // job.hpp
 
@@ -344,6 +356,15 @@ class Graph {
   void set_launch_configs(std::vector<LaunchConfig> launches);
   /// Task `id`'s launch configuration; nullptr when the trace records none for it.
   const LaunchConfig* launch_config(TaskId id) const;
+  /// The operators that recorded their inputs' shapes and may hold a kernel's work: those around
+  /// a kernel's launch (with the operators around them) and the autograd nodes (which record a
+  /// forward output's shape); by file index, empty for a trace without shapes and for a job
+  /// graph. Their shapes; shared by copies.
+  const std::vector<OperatorRecord>& operators() const;
+  const ShapeTable& operator_shapes() const;
+  void set_operators(std::vector<OperatorRecord> operators, ShapeTable shapes);
+  /// The recorded operator of file index `event` (Task::op_event); nullptr when it recorded no shapes.
+  const OperatorRecord* find_operator(std::int64_t event) const;
   std::vector<Iteration>& iterations() { return iterations_; }
   const std::vector<Iteration>& iterations() const { return iterations_; }
   Calibration& calibration() { return calibration_; }
@@ -390,6 +411,8 @@ class Graph {
   std::shared_ptr<const std::vector<CollectiveRecord>> collectives_;
   std::shared_ptr<const std::vector<GpuResources>> gpus_;
   std::shared_ptr<const std::vector<LaunchConfig>> launch_configs_;
+  struct Operators;  // the records and their shapes, shared by copies
+  std::shared_ptr<const Operators> operators_;
   std::shared_ptr<const JobLayout> job_;
   Calibration calibration_;
   ImportReport report_;

@@ -49,6 +49,10 @@ std::string_view to_string(Stage stage);
   F(unknown_category, info, kineto, "<cat>",                                                                           \
     "complete events of a category daydream does not model: kept out of the graph")                                    \
   F(flow_without_id_or_ts, info, kineto, "", "flow events lacking id or ts: ignored")                                  \
+  F(malformed_input_shapes, error, kineto, "",                                                                         \
+    "operators whose \"Input Dims\" or \"Input type\" are malformed (not lists of lists of non-negative "              \
+    "integers, or not one type per shape): their shapes are dropped; the GPU model classes their kernels "             \
+    "by name")                                                                                                         \
   /* the Nsight Systems reader (lib/ingest/nsys) */                                                                    \
   F(nsys_null_field, data_loss, nsys, "<table>.<column>",                                                              \
     "rows with NULL in a column daydream needs (time, thread, device, stream, name): skipped")                         \

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -122,6 +123,55 @@ struct GpuResources {
   std::int32_t shared_memory_per_sm = 0;  ///< bytes, at the largest carveout
 };
 
+/// One input of an operator as `record_shapes` writes it (Kineto args "Input Dims", "Input type").
+struct OperandShape {
+  /// A tensor's dimensions (empty for a 0-d tensor and for what is not a tensor: a scalar, a list
+  /// of integers, None); for a tensor list, one entry: the elements of all its tensors.
+  std::span<const std::int64_t> dims;
+  /// As recorded: a tensor's element type ("float", "c10::Half", "long int"), or what the input is
+  /// ("Scalar", "Int", "GenericList", "TensorList"); empty when the trace records no type.
+  std::string_view type;
+  bool tensor_list = false;  ///< a list of tensors (nested "Input Dims": [[[2, 3], [4]]])
+};
+
+/// The inputs that operators record with `record_shapes`, in flat storage (a few integers per
+/// input, the types interned): the work per kernel of the GPU model (daydream/roofline.hpp) reads
+/// FLOPs and bytes off them. Only operators with at least one non-empty shape are kept.
+class ShapeTable {
+ public:
+  /// Starts the record of an operator, `key` naming it (Trace: its position in Trace::events;
+  /// Graph: its file index, Task::op_event); the inputs added next are its.
+  void begin_operator(std::int64_t key);
+  /// Adds an input to the operator begun last.
+  void add_operand(std::span<const std::int64_t> dims, std::string_view type, bool tensor_list = false);
+  /// Adds operator `op` of `other` with all its inputs, under `key`.
+  void append(const ShapeTable& other, std::size_t op, std::int64_t key);
+
+  std::size_t size() const { return operators_.size(); }
+  bool empty() const { return operators_.empty(); }
+  std::int64_t key(std::size_t op) const { return operators_[op].key; }
+  std::size_t operand_count(std::size_t op) const;
+  OperandShape operand(std::size_t op, std::size_t input) const;
+  /// Bytes the table holds, for memory checks.
+  std::size_t memory_bytes() const;
+
+ private:
+  struct Operator {
+    std::int64_t key;
+    std::uint32_t first_operand;
+  };
+  struct Operand {
+    std::uint32_t first_dim;
+    std::uint16_t rank;
+    std::uint8_t type;  ///< index into types_
+    bool tensor_list;
+  };
+  std::vector<Operator> operators_;
+  std::vector<Operand> operands_;
+  std::vector<std::int64_t> dims_;
+  std::vector<std::string> types_{std::string()};  ///< [0]: no type; a few dozen at most (255 kept)
+};
+
 /// A flow arrow of the Chrome trace format (`ac2g`/`async` launch flows, `fwdbwd` links).
 struct Flow {
   std::uint32_t category = 0;  ///< index into Trace::strings ("ac2g", "fwdbwd", ...)
@@ -209,6 +259,9 @@ struct Trace {
   /// `scheduled_lanes` lists those lanes (a lane without data says nothing about its waits).
   std::vector<OffCpuInterval> off_cpu;
   std::vector<std::uint32_t> scheduled_lanes;
+  /// The operand shapes of the cpu_ops that record them (Kineto `record_shapes`), keyed by the
+  /// event's position in `events`; empty for traces without shapes.
+  ShapeTable shapes;
   ImportReport report;
   std::uint64_t bytes_read = 0;  ///< size of the decoded (uncompressed) input
 

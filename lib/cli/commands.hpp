@@ -65,6 +65,16 @@ struct GpusOptions {
 };
 int run_gpus(const GpusOptions& options);
 
+/// `daydream roofline TRACE [--device NAME] [--devices FILE] [--layers FILE] [--json]`: kernel
+/// classes, operators and layers on the roofline of the trace's GPU (docs/gpu_model.md).
+struct RooflineOptions {
+  CommonOptions common;
+  std::string device;        ///< catalogue name; empty: the GPU the trace records
+  std::string devices_file;  ///< more GPUs (docs/gpu_model.md)
+  std::string layer_file;
+};
+int run_roofline(const RooflineOptions& options);
+
 struct ValidateOptions {
   std::string before, after;  ///< the run the prediction starts from, and the measured run it predicts
   std::string scenario;       ///< one spec (no grids)

@@ -92,6 +92,18 @@ CLI::App* add_validate_command(CLI::App& app, daydream::cli::ValidateOptions& op
   return validate;
 }
 
+CLI::App* add_roofline_command(CLI::App& app, daydream::cli::RooflineOptions& options) {
+  auto* roofline = app.add_subcommand("roofline", "Kernel classes, operators and layers of a trace on the roofline of "
+                                                  "its GPU: time, FLOPs and bytes (from recorded shapes), achieved "
+                                                  "rates, share of peak, bound, and expected vs measured time");
+  add_trace_options(*roofline, options.common);
+  roofline->add_option("--device", options.device,
+                       "GPU of the catalogue to use instead of the one the trace records (`daydream gpus` lists them)");
+  roofline->add_option("--devices", options.devices_file, "JSON file of more GPUs (see docs/gpu_model.md)");
+  roofline->add_option("--layers", options.layer_file, "JSON layer file to apply first (see docs/formats.md)");
+  return roofline;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,6 +138,8 @@ int main(int argc, char** argv) {
   gpus->add_option("TRACE", gpus_options.trace, "Trace whose GPU to identify (Kineto JSON or Nsight Systems SQLite)");
   gpus->add_option("--devices", gpus_options.devices_file, "JSON file of more GPUs (see docs/gpu_model.md)");
   gpus->add_flag("--json", gpus_options.json, "Print one JSON object (the fields of a devices file) instead of a table");
+  daydream::cli::RooflineOptions roofline_options;
+  auto* roofline = add_roofline_command(app, roofline_options);
   CLI11_PARSE(app, argc, argv);
   // Messages go to stderr, so that stdout holds only the requested output (JSON, CSV, tables).
   spdlog::set_default_logger(spdlog::stderr_logger_st("daydream"));
@@ -141,6 +155,7 @@ int main(int argc, char** argv) {
     if (validate->parsed()) return daydream::cli::run_validate(validate_options);
     if (scenarios->parsed()) return daydream::cli::run_scenarios(scenarios_json);
     if (gpus->parsed()) return daydream::cli::run_gpus(gpus_options);
+    if (roofline->parsed()) return daydream::cli::run_roofline(roofline_options);
   } catch (const daydream::Error& e) {
     spdlog::error("{}", e.what());
     return 1;

@@ -106,5 +106,7 @@ void build_cpu_sequential_edges(BuildContext& ctx);
 /// Removes one edge per cycle (inferred and most contradicted first), counted in the report.
 void break_cycles(BuildContext& ctx);
 void assign_iterations(BuildContext& ctx);
+/// Keeps the operators that recorded shapes (Graph::operators()), with their nesting.
+void keep_operators(BuildContext& ctx);
 
 }  // namespace daydream

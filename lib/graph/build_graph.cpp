@@ -124,6 +124,7 @@ Graph build_graph(const Trace& trace, const GraphOptions& options) {
   graph.set_ranges(std::move(ctx.ranges));
   graph.set_gpus(trace.metadata.gpus);
   graph.set_launch_configs(trace.launches);
+  keep_operators(ctx);
   keep_collectives(ctx);
   return graph;
 }

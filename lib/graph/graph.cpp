@@ -117,6 +117,37 @@ const LaunchConfig* Graph::launch_config(TaskId id) const {
                                                                           : nullptr;
 }
 
+struct Graph::Operators {
+  std::vector<OperatorRecord> records;  // by event
+  ShapeTable shapes;
+};
+
+const std::vector<OperatorRecord>& Graph::operators() const {
+  static const std::vector<OperatorRecord> none;
+  return operators_ ? operators_->records : none;
+}
+
+const ShapeTable& Graph::operator_shapes() const {
+  static const ShapeTable none;
+  return operators_ ? operators_->shapes : none;
+}
+
+void Graph::set_operators(std::vector<OperatorRecord> operators, ShapeTable shapes) {
+  for (const OperatorRecord& op : operators)
+    if (op.shapes >= shapes.size()) throw Error(fmt::format("operator record #{} names no shapes", op.event));
+  if (!std::is_sorted(operators.begin(), operators.end(),
+                      [](const OperatorRecord& a, const OperatorRecord& b) { return a.event < b.event; }))
+    throw Error("operator records must be sorted by event");
+  operators_ = std::make_shared<const Operators>(Operators{std::move(operators), std::move(shapes)});
+}
+
+const OperatorRecord* Graph::find_operator(std::int64_t event) const {
+  const auto& records = operators();
+  const auto it = std::lower_bound(records.begin(), records.end(), event,
+                                   [](const OperatorRecord& r, std::int64_t e) { return r.event < e; });
+  return it != records.end() && it->event == event ? &*it : nullptr;
+}
+
 TaskId launching_call(const Graph& graph, TaskId gpu_task) {
   for (const auto& p : graph.predecessors(gpu_task)) {
     const bool from_cpu = graph.units()[graph.task(p.task).unit].kind == UnitKind::cpu_thread;

@@ -44,7 +44,7 @@ const Pattern* first_in(const std::string& signature, const std::array<Pattern, 
 // reductions, Winograd tile transforms, offsets): memory-bound whatever family they belong to.
 constexpr std::array<Pattern, 8> kLibraryHelpers{{{"nchwtonhwc", "layout transform"},
                                                   {"nhwctonchw", "layout transform"},
-                                                  {"splitk", "split-k reduction"},
+                                                  {"splitkreduce", "split-k reduction"},  // not cuDNN's *_splitK_* GEMMs
                                                   {"split_k", "split-k reduction"},
                                                   {"winogradtiles", "Winograd tile transform"},
                                                   {"offsets", "offsets helper"},

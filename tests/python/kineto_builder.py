@@ -33,8 +33,9 @@ class KinetoJson:
     def _gpu_tid(self, stream):
         return f"stream {stream}" if self.legacy else stream
 
-    def cpu_op(self, name, ts, dur, tid=1):
-        return self._complete("Operator" if self.legacy else "cpu_op", name, ts, dur, PID, self._cpu_tid(tid))
+    def cpu_op(self, name, ts, dur, tid=1, args=None):
+        """An operator; `args` such as {"Input Dims": [[2, 3]], "Input type": ["float"]} (record_shapes)."""
+        return self._complete("Operator" if self.legacy else "cpu_op", name, ts, dur, PID, self._cpu_tid(tid), args)
 
     def annotation(self, name, ts, dur, tid=1):
         """A user annotation: ProfilerStep#N, optimizer steps, record_function ranges."""

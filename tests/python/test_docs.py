@@ -47,3 +47,12 @@ def test_gpu_model_docs_quote_the_catalogue_as_daydream_gpus_prints_it():
     doc = (REPO / "docs" / "gpu_model.md").read_text()
     quoted = doc.split("<!-- gpus table: tests/golden/gpus.out -->\n```\n", 1)[1].split("```", 1)[0]
     assert quoted.rstrip("\n") == table.rstrip("\n")
+
+
+def test_cli_docs_quote_the_roofline_as_it_prints():
+    """docs/cli.md's roofline example is lines of the golden file of the same command ("..." skips)."""
+    golden = (REPO / "tests" / "golden" / "roofline_shapes.out").read_text().replace("<SRC>/", "").splitlines()
+    doc = (REPO / "docs" / "cli.md").read_text()
+    quoted = doc.split("$ daydream roofline tests/data/roofline/shapes.json\n", 1)[1].split("```", 1)[0]
+    for line in quoted.splitlines():
+        assert line == "..." or line in golden, line

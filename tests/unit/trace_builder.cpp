@@ -19,6 +19,11 @@ KinetoJson& KinetoJson::cpu_op(std::string name, double ts, double dur, int tid)
                   legacy_ ? fmt::format("\"{}\"", tid) : std::to_string(tid), "");
 }
 
+KinetoJson& KinetoJson::cpu_op(std::string name, double ts, double dur, int tid, const std::string& args) {
+  return complete(legacy_ ? "Operator" : "cpu_op", name, ts, dur, std::to_string(kPid),
+                  legacy_ ? fmt::format("\"{}\"", tid) : std::to_string(tid), args);
+}
+
 KinetoJson& KinetoJson::annotation(std::string name, double ts, double dur, int tid) {
   return complete(legacy_ ? "Operator" : "user_annotation", name, ts, dur, std::to_string(kPid),
                   legacy_ ? fmt::format("\"{}\"", tid) : std::to_string(tid), "");

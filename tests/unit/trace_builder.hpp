@@ -26,6 +26,8 @@ class KinetoJson {
   explicit KinetoJson(bool legacy = false) : legacy_(legacy) {}
 
   KinetoJson& cpu_op(std::string name, double ts, double dur, int tid = 1);
+  /// A cpu_op with args (the inside of the args object: R"("Input Dims": [[2, 3]])").
+  KinetoJson& cpu_op(std::string name, double ts, double dur, int tid, const std::string& args);
   KinetoJson& annotation(std::string name, double ts, double dur, int tid = 1);  // ProfilerStep#N etc.
   KinetoJson& runtime(std::string name, double ts, double dur, std::int64_t correlation, int tid = 1);
   KinetoJson& kernel(std::string name, double ts, double dur, std::int64_t correlation, int stream = 7);

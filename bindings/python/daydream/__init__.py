@@ -20,7 +20,12 @@ and check a prediction against a measured run (predict AFTER from BEFORE, compar
     frame = daydream.validate("before.json.gz", "after.json.gz", "amp")
     print(frame.attrs["error"]["mean"])
 
-See docs/python.md for the whole API; daydream.plot draws sweeps and timelines (matplotlib).
+and see where each kernel class, operator and layer sits on the GPU's roofline::
+
+    report = daydream.roofline(graph)               # DataFrames: classes, operators, layers, expected
+    daydream.plot_roofline(report)
+
+See docs/python.md for the whole API; daydream.plot draws sweeps, timelines and rooflines (matplotlib).
 """
 
 import sys as _sys
@@ -61,6 +66,8 @@ from ._core import (
     write_timeline,
 )
 from . import plot
+from ._roofline import Roofline, roofline
+from .plot import plot_roofline
 from ._sweep import sweep
 from ._validate import validate
 
@@ -82,6 +89,7 @@ __all__ = [
     "Prediction",
     "RangeTasks",
     "Result",
+    "Roofline",
     "RingCost",
     "Task",
     "TaskSet",
@@ -98,9 +106,11 @@ __all__ = [
     "kernel_class",
     "load",
     "ns_per_byte",
+    "plot_roofline",
     "predict",
     "recorded_first_starts",
     "read_parameter_counts",
+    "roofline",
     "scenarios",
     "sweep",
     "validate",

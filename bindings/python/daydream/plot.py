@@ -1,10 +1,11 @@
 """Plots of daydream predictions (matplotlib, imported only when a plot is drawn).
 
-    from daydream.plot import plot_sweep, plot_timeline
+    from daydream.plot import plot_roofline, plot_sweep, plot_timeline
 
     plot_sweep(daydream.sweep(graph, ["amp", "faster_gpu:factor=2|4"]))
     p = daydream.predict(graph, "amp")
     plot_timeline(p.baseline_result, p.result, window_ms=(0, 50))
+    plot_roofline(daydream.roofline(graph), by="operators")
 """
 
 from __future__ import annotations
@@ -139,4 +140,76 @@ def _legend(ax, frames) -> None:
               bbox_to_anchor=(1.01, 1), fontsize="small", title="task kind")  # outside: never over a bar
 
 
-__all__ = ["KIND_COLORS", "plot_sweep", "plot_timeline"]
+# One color per compute roof (engine and precision), the same in every roofline.
+ROOF_COLORS = {
+    ("simt", "fp32"): "tab:blue",
+    ("simt", "fp16"): "tab:cyan",
+    ("tensor", "tf32"): "tab:orange",
+    ("tensor", "fp16"): "tab:red",
+    ("tensor", "bf16"): "tab:purple",
+    ("tensor", "fp8"): "tab:brown",
+}
+BOUND_MARKERS = {"compute": "o", "memory": "s"}
+
+
+def plot_roofline(report, by: str = "classes", ax=None, label_top: int = 8):
+    """A log-log roofline of a daydream.roofline() report (or of a Graph, whose report it makes):
+    the memory slope (bandwidth x intensity) and one flat roof per compute peak of the device
+    (SIMT fp32/fp16, tensor tf32/fp16/bf16/fp8 where it has them), each meeting the slope at its
+    ridge point; one point per row of `by` ("classes", "operators" or "layers") with known work,
+    at (FLOP/byte, achieved TFLOP/s), its area proportional to its time, its color that of the
+    roof of its engine and precision, circles for compute-bound rows and squares for memory-bound
+    ones. The `label_top` longest rows are labelled. Rows without known work (classed by name) or
+    without FLOPs (copies, fills) have no place on log axes and are counted in the title.
+    Returns the matplotlib Axes (a new figure's when ax is None)."""
+    plt = _pyplot()
+    if not hasattr(report, "classes"):
+        from ._roofline import roofline
+        report = roofline(report)
+    if by not in ("classes", "operators", "layers"):
+        raise ValueError(f"plot_roofline: by must be 'classes', 'operators' or 'layers', not {by!r}")
+    frame = getattr(report, by)
+    placed = frame[(frame["flops"] > 0) & (frame["intensity"] > 0) & (frame["achieved_tflops"] > 0)]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 6), layout="constrained")
+    device = report.device
+    bandwidth_tbps = device["memory_bandwidth_gbps"] / 1e3  # TFLOP/s per FLOP/byte
+    roofs = [p for p in device["peaks"] if p["tflops"] > 0]
+    xs = list(placed["intensity"]) + [p["ridge"] for p in roofs]
+    x_low = min([0.01, *[x / 4 for x in xs]])
+    x_high = max([1000.0, *[x * 4 for x in xs]])
+    slope_end = max([p["ridge"] for p in roofs], default=x_high)  # the slope meets the highest roof
+    ax.plot([x_low, slope_end], [bandwidth_tbps * x_low, bandwidth_tbps * slope_end], color="black", linewidth=1,
+            label=f"memory {device['memory_bandwidth_gbps']:.0f} GB/s")
+    for p in roofs:
+        color = ROOF_COLORS.get((p["engine"], p["precision"]), "gray")
+        ax.plot([p["ridge"], x_high], [p["tflops"], p["tflops"]], color=color, linewidth=1.5,
+                label=f"{p['engine']} {p['precision']} {p['tflops']:.1f} TFLOP/s (ridge {p['ridge']:.1f})")
+    total = float(placed["time_ms"].sum()) or 1.0
+    for bound, rows in placed.groupby("bound", sort=True):
+        colors = [ROOF_COLORS.get(("simt" if e == "none" else e, pr), "gray")
+                  for e, pr in zip(rows["engine"], rows["precision"])]
+        ax.scatter(rows["intensity"], rows["achieved_tflops"], s=20 + 2000 * rows["time_ms"] / total,
+                   c=colors, marker=BOUND_MARKERS.get(bound, "o"), alpha=0.6, edgecolors="black", linewidths=0.5,
+                   label=f"{bound}-bound {by}")
+    for _, row in placed.nlargest(label_top, "time_ms").iterrows():
+        ax.annotate(row["name"] if by != "classes" else f"{row['name']} ({row['bound']})",
+                    (row["intensity"], row["achieved_tflops"]), fontsize="x-small", xytext=(4, 4),
+                    textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x_low, x_high)
+    y_values = list(placed["achieved_tflops"]) + [p["tflops"] for p in roofs] + [bandwidth_tbps * x_low]
+    ax.set_ylim(min(y_values) / 2, max(y_values) * 2)
+    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
+    ax.set_ylabel("achieved TFLOP/s")
+    left_out = len(frame) - len(placed)
+    title = f"roofline of {device['name']}: {by}, area = time"
+    if left_out:
+        title += f" ({left_out} without known work or FLOPs not shown)"
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize="x-small")
+    return ax
+
+
+__all__ = ["BOUND_MARKERS", "KIND_COLORS", "ROOF_COLORS", "plot_roofline", "plot_sweep", "plot_timeline"]

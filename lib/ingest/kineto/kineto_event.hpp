@@ -28,9 +28,9 @@ struct RawEvent {
   std::string_view sync_kind, meta_name;
   std::string_view collective_name, dtype, process_group;
   std::int64_t in_elements = kNone, out_elements = kNone, group_size = kNone;
-  // `nccl:<op>` annotations of older PyTorch: the message shape and type ("Input Dims"/"Input type")
-  std::int64_t input_elements = kNone;
-  std::string_view input_type;
+  // "Input Dims" / "Input type" (record_shapes): read into the parser's RecordedOperands; of an
+  // `nccl:<op>` annotation of older PyTorch, the message shape and type
+  bool has_input_dims = false, has_input_types = false;
   // kernels: the launch configuration (`grid`, `block`, `registers per thread`, `shared memory`)
   std::int64_t grid_blocks = kNone, block_threads = kNone, registers = kNone, shared_memory = kNone;
 };

@@ -16,6 +16,7 @@
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "ingest/kineto/kineto_event.hpp"
+#include "ingest/kineto/recorded_operands.hpp"
 #include "ingest/padding.hpp"
 #include "ingest/trace_tables.hpp"
 
@@ -213,6 +214,7 @@ class KinetoParser {
       od::object object;
       if (element.get_object().get(object) != simdjson::SUCCESS) fail("", "event is not a JSON object");
       RawEvent raw;
+      operands_.clear();
       parse_event(object, raw);
       add_event(raw);
       ++event_index_;
@@ -302,8 +304,8 @@ class KinetoParser {
       else if (key == "Group size") raw.group_size = int_arg(v);
       else if (key == "dtype") raw.dtype = string_arg(v);
       else if (key == "Process Group Name") raw.process_group = string_arg(v);
-      else if (key == "Input Dims" && text::starts_with(raw.name, "nccl:")) raw.input_elements = first_shape_elements(v);
-      else if (key == "Input type" && text::starts_with(raw.name, "nccl:")) raw.input_type = first_string(v);
+      else if (key == "Input Dims") raw.has_input_dims = operands_.read_dims(v);
+      else if (key == "Input type") raw.has_input_types = operands_.read_types(v);
       else if (key == "grid") raw.grid_blocks = dims_product(v);
       else if (key == "block") raw.block_threads = dims_product(v);
       else if (key == "registers per thread") raw.registers = int_arg(v);
@@ -323,36 +325,6 @@ class KinetoParser {
       product *= n;
     }
     return product;
-  }
-
-  /// Elements of the first shape of an "Input Dims" list ([[394241]] -> 394241), kNone when it
-  /// is not a list of integer lists.
-  static std::int64_t first_shape_elements(od::value value) {
-    od::array shapes;
-    if (value.get_array().get(shapes) != simdjson::SUCCESS) return kNone;
-    for (auto shape : shapes) {
-      od::array dims;
-      if (shape.get_array().get(dims) != simdjson::SUCCESS) return kNone;
-      std::int64_t elements = 1;
-      for (auto dim : dims) {
-        std::int64_t n = 0;
-        if (dim.get_int64().get(n) != simdjson::SUCCESS || n < 0) return kNone;
-        elements *= n;
-      }
-      return elements;
-    }
-    return kNone;
-  }
-
-  static std::string_view first_string(od::value value) {
-    od::array items;
-    if (value.get_array().get(items) != simdjson::SUCCESS) return {};
-    for (auto item : items) {
-      std::string_view s;
-      if (item.get_string().get(s) != simdjson::SUCCESS) return {};
-      return s;
-    }
-    return {};
   }
 
   // --- normalisation ---
@@ -397,8 +369,18 @@ class KinetoParser {
     if (raw.name == "record_param_comms") event.collective = add_collective(raw);
     else if (category == Category::user_annotation && text::starts_with(raw.name, "nccl:"))
       event.collective = add_annotated_collective(raw);
+    if (category == Category::cpu_op && raw.has_input_dims) add_shapes(raw);
     if (*raw.dur == 0) count(stats::zero_duration_events);
     trace_.events.push_back(event);
+  }
+
+  /// The operand shapes of a cpu_op recorded with `record_shapes`, keyed by the event's position
+  /// (docs/gpu_model.md, "Work per kernel"). Malformed ones are counted and dropped.
+  void add_shapes(const RawEvent& raw) {
+    if (!operands_.well_formed(raw.has_input_dims, raw.has_input_types)) return count(stats::malformed_input_shapes);
+    if (!operands_.any_shape()) return;  // no tensor input: nothing to compute work from
+    trace_.shapes.begin_operator(static_cast<std::int64_t>(trace_.events.size()));
+    operands_.append_to(trace_.shapes);
   }
 
   void add_sync_fields(const RawEvent& raw, TraceEvent& event) {
@@ -431,8 +413,8 @@ class KinetoParser {
   std::int32_t add_annotated_collective(const RawEvent& raw) {
     CollectiveInfo info;
     info.name = std::string(raw.name.substr(5));  // after "nccl:"
-    info.in_elements = raw.input_elements;
-    info.dtype = std::string(raw.input_type);
+    info.in_elements = raw.has_input_dims ? operands_.first_elements() : kNone;
+    info.dtype = raw.has_input_types ? std::string(operands_.first_type()) : std::string();
     info.from_annotation = true;
     trace_.collectives.push_back(std::move(info));
     return static_cast<std::int32_t>(trace_.collectives.size() - 1);
@@ -503,6 +485,7 @@ class KinetoParser {
   bool saw_events_ = false;
   bool legacy_ = false;
   TraceTables tables_{trace_};
+  kineto::RecordedOperands operands_;  // the current event's "Input Dims" and "Input type"
   std::map<std::pair<std::int64_t, std::int64_t>, std::string> thread_names_, process_names_;
 };
 
