@@ -19,6 +19,7 @@
 
 #include "amp_device.hpp"
 #include "builtin.hpp"
+#include "common/text.hpp"
 #include "daydream/analyze.hpp"
 #include "daydream/device.hpp"
 #include "daydream/error.hpp"
@@ -27,6 +28,8 @@
 namespace daydream::scenarios {
 namespace {
 
+constexpr auto ms = text::milliseconds;  // the notes' "{:.3f} ms"
+
 // Matched, ignoring case, in the kernel name before its first '(' (function name and template
 // arguments: parameter lists mention types such as cudnnConvolutionStruct). The lookahead leaves
 // out the helper kernels of those libraries that do not run on tensor cores.
@@ -34,8 +37,6 @@ constexpr const char* kTensorCore =
     "(?i)^(?![^(]*(offsets|reduce|winogradtiles|winograd_nonfused))"
     "[^(]*(gemm|conv|wgrad|dgrad|fprop|cutlass|xmma|scudnn|[sh](884|1688|16816))";
 constexpr const char* kElementwise = "(?i)elementwise";
-
-double ms(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
 
 /// Kernels autocast reaches: not a data pipeline's (autocast is thread-local to the loop).
 bool in_model(const Graph& g, TaskId t) { return g.task(t).phase != Phase::data_loading; }
@@ -117,8 +118,7 @@ ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
   const Precision dtype = autocast_dtype(params);
   const auto launch_call_ns = median_launch_call_ns(graph);
   ScenarioOutcome outcome;
-  DeviceCatalog catalog = DeviceCatalog::builtin();
-  if (!params.text("devices").empty()) catalog.load_json(params.text("devices"));
+  const DeviceCatalog catalog = DeviceCatalog::with_file(params.text("devices"));
   const bool fixed = params.given("tensor_core") || params.given("other") || params.given("pattern");
   const DeviceSpec* device = fixed ? nullptr : model_device(catalog, graph, params, outcome.notes);
   const std::vector<TaskId> weighted = device != nullptr ? scale_on_device(graph, *device, dtype, outcome.notes)
@@ -146,13 +146,11 @@ ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
 
 Scenario amp() {
   constexpr double inf = std::numeric_limits<double>::infinity();
-  auto device = ScenarioParam::text("device", "auto", "the traced GPU, when the trace does not name it (or to override)");
-  device.automatic_means = "identified from the trace's device records";
   return {"amp",
           "automatic mixed precision: each kernel as autocast runs it on the traced GPU (peak ratios, half the "
           "bytes), plus weight casts; or the paper's fixed factors",
           {ScenarioParam::text("dtype", "fp16", "the precision autocast runs in: fp16 or bf16"),
-           device,
+           traced_gpu_param("device"),
            ScenarioParam{"grad_scaler", ParamKind::integer, 0,
                          "1: torch.cuda.amp.GradScaler's step waits for the GPU (found_inf.item()) before the "
                          "optimizer step; 0: no scaler",
@@ -172,7 +170,7 @@ Scenario amp() {
            ScenarioParam::text("pattern", kTensorCore,
                                "regular expression naming the tensor-core kernels of the fixed factors (GEMM, "
                                "convolution)"),
-           ScenarioParam::text("devices", "", "a JSON file of more GPUs for the catalogue (docs/gpu_model.md)")},
+           devices_param()},
           apply_amp};
 }
 

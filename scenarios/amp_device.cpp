@@ -3,22 +3,17 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cmath>
 #include <map>
 
+#include "builtin.hpp"
+#include "common/text.hpp"
 #include "daydream/transform.hpp"
 
 namespace daydream::scenarios {
 namespace {
 
-double ms(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
+constexpr auto ms = text::milliseconds;  // the notes' "{:.3f} ms"
 
-/// One kind of change (e.g. "tensor tf32 -> tensor fp16"): its kernels and their time.
-struct Moved {
-  std::size_t count = 0;
-  TimeNs before_ns = 0, after_ns = 0;
-};
 
 std::string change_name(const KernelClass& kernel, KernelRun run) {
   return fmt::format("{} {} {} -> {} {}", to_string(kernel.bound), to_string(kernel.engine),
@@ -66,15 +61,8 @@ std::vector<TaskId> scale_on_device(Graph& graph, const DeviceSpec& device, Prec
     const KernelClass kernel = classify_kernel(graph.name(t));
     const KernelRun run = autocast_run(kernel, dtype);
     if (kernel.engine != Engine::none) weighted.push_back(t);
-    const TimeNs before = graph.task(t).duration_ns;
     const double ratio = autocast_time_ratio(kernel, graph.launch_config(t), device, dtype);
-    const TimeNs after = ratio == 1.0 ? before : std::max<TimeNs>(std::llround(static_cast<double>(before) * ratio),
-                                                          std::min(before, floor_ns));
-    graph.set_duration(t, after);
-    Moved& moved = changes[change_name(kernel, run)];
-    ++moved.count;
-    moved.before_ns += before;
-    moved.after_ns += after;
+    rescale(graph, t, ratio, changes[change_name(kernel, run)], device.name, floor_ns);
   }
   notes.push_back(fmt::format("autocast to {} on {} (no kernel below the trace's shortest, {} ns):",
                               to_string(dtype), device.name, floor_ns));

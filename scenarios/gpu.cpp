@@ -13,9 +13,10 @@
 // `cpu` says how much faster the target machine's CPU is.
 #include <fmt/format.h>
 
-#include <cmath>
+#include <limits>
 
 #include "builtin.hpp"
+#include "common/text.hpp"
 #include "daydream/analyze.hpp"
 #include "daydream/device.hpp"
 #include "daydream/error.hpp"
@@ -24,11 +25,8 @@
 namespace daydream::scenarios {
 namespace {
 
-/// The tasks of one kind of change and their time before and after, for the notes.
-struct Moved {
-  std::size_t count = 0;
-  TimeNs before_ns = 0, after_ns = 0;
-};
+constexpr auto ms = text::milliseconds;  // the notes' "{:.3f} ms"
+
 struct Tally {
   Moved compute, memory, copies;
 };
@@ -40,28 +38,13 @@ double copy_ratio(const Graph& graph, TaskId copy, const DeviceSpec& from, const
   return from.host_bandwidth > 0 && to.host_bandwidth > 0 ? from.host_bandwidth / to.host_bandwidth : 1;
 }
 
-/// Scales `task` by `ratio` (exactly unchanged at 1) and counts the change in `moved`. Throws
-/// Error when the result leaves the range of a duration (a devices file's GPU with a vanishing
-/// bandwidth or peak).
-void rescale(Graph& graph, TaskId task, double ratio, Moved& moved) {
-  const TimeNs duration = graph.task(task).duration_ns;
-  const double exact = static_cast<double>(duration) * ratio;
-  if (!(exact < 4.6e18))  // 2^62 ns, about 146 years: also catches NaN and infinity
-    throw Error(fmt::format("task '{}' would take {:g} ns on the target GPU (x{:g}): check the target's figures",
-                            graph.name(task), exact, ratio));
-  const TimeNs scaled = ratio == 1.0 ? duration : std::llround(exact);
-  graph.set_duration(task, scaled);
-  ++moved.count;
-  moved.before_ns += duration;
-  moved.after_ns += scaled;
-}
 
 void move_kernel(Graph& graph, TaskId t, const DeviceSpec& from, const DeviceSpec& to, const ScenarioParams& params,
                  Tally& tally) {
   const KernelClass kernel = classify_kernel(graph.name(t));
   const KernelRun run = run_on(kernel, from, to, params.integer("tf32_conv") == 1, params.integer("tf32_matmul") == 1);
   const double ratio = kernel_time_ratio(kernel, graph.launch_config(t), from, to, run);
-  rescale(graph, t, ratio, kernel.bound == Bound::compute ? tally.compute : tally.memory);
+  rescale(graph, t, ratio, kernel.bound == Bound::compute ? tally.compute : tally.memory, "target");
 }
 
 const DeviceSpec& traced_gpu(const DeviceCatalog& catalog, const Graph& graph, const ScenarioParams& params) {
@@ -70,7 +53,6 @@ const DeviceSpec& traced_gpu(const DeviceCatalog& catalog, const Graph& graph, c
 }
 
 std::string describe(const Tally& t, const DeviceSpec& from, const DeviceSpec& to) {
-  const auto ms = [](TimeNs ns) { return static_cast<double>(ns) / 1e6; };
   return fmt::format("{} -> {}: {} compute-bound kernels {:.3f} -> {:.3f} ms, {} memory-bound kernels {:.3f} -> "
                      "{:.3f} ms, {} copies and memsets {:.3f} -> {:.3f} ms; collectives kept",
                      from.name, to.name, t.compute.count, ms(t.compute.before_ns), ms(t.compute.after_ns),
@@ -79,8 +61,7 @@ std::string describe(const Tally& t, const DeviceSpec& from, const DeviceSpec& t
 }
 
 ScenarioOutcome apply_gpu(Graph& graph, const ScenarioParams& params) {
-  DeviceCatalog catalog = DeviceCatalog::builtin();
-  if (!params.text("devices").empty()) catalog.load_json(params.text("devices"));
+  const DeviceCatalog catalog = DeviceCatalog::with_file(params.text("devices"));
   if (!params.given("target")) throw Error("give the GPU to move to as target=<name> (daydream gpus lists them)");
   const DeviceSpec& from = traced_gpu(catalog, graph, params);
   const DeviceSpec& to = catalog.at(params.text("target"));
@@ -90,7 +71,7 @@ ScenarioOutcome apply_gpu(Graph& graph, const ScenarioParams& params) {
     if (task.removed) continue;
     if (task.kind == TaskKind::kernel) move_kernel(graph, t, from, to, params, tally);
     else if (task.kind == TaskKind::memcpy || task.kind == TaskKind::memset)
-      rescale(graph, t, copy_ratio(graph, t, from, to), tally.copies);
+      rescale(graph, t, copy_ratio(graph, t, from, to), tally.copies, "target");
   }
   ScenarioOutcome outcome;
   outcome.notes.push_back(describe(tally, from, to));
@@ -106,13 +87,11 @@ ScenarioOutcome apply_gpu(Graph& graph, const ScenarioParams& params) {
 
 Scenario gpu() {
   constexpr double inf = std::numeric_limits<double>::infinity();
-  auto from = ScenarioParam::text("from", "auto", "the traced GPU, when the trace does not name it (or to override)");
-  from.automatic_means = "identified from the trace's device records";
   auto target = ScenarioParam::text("target", "", "required: the GPU to move to, a catalogue name or alias (daydream gpus)");
   return {"gpu",
           "another GPU: each kernel rescaled by the roofline (peak throughput at its precision, with wave "
           "quantization, or memory bandwidth), copies by bandwidth",
-          {target, from,
+          {target, traced_gpu_param("from"),
            {"cpu", ParamKind::number, 1, "speed-up of the CPU work on the target machine (duration / cpu)", 0, inf,
             true},
            {"tf32_conv", ParamKind::integer, 1,
@@ -123,7 +102,7 @@ Scenario gpu() {
             "1: fp32 GEMMs use TF32 where the target has it (torch.backends.cuda.matmul.allow_tf32); 0: PyTorch's "
             "default",
             0, 1},
-           ScenarioParam::text("devices", "", "a JSON file of more GPUs for the catalogue (docs/gpu_model.md)")},
+           devices_param()},
           apply_gpu};
 }
 

@@ -87,6 +87,9 @@ class DeviceCatalog {
  public:
   /// The built-in table.
   static DeviceCatalog builtin();
+  /// The built-in table plus the GPUs of the devices file `path` (load_json); the built-in table
+  /// alone when `path` is empty. Every `--devices FILE` and `devices=` goes through it.
+  static DeviceCatalog with_file(const std::string& path);
 
   /// Adds the GPUs of a JSON file `{"devices": [...]}`: objects with the fields of DeviceSpec,
   /// throughputs in TFLOP/s (`fp32_tflops`, `fp16_simt_tflops`, `tf32_tflops`, `fp16_tflops`,

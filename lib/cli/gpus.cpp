@@ -55,8 +55,7 @@ int print_traced(const DeviceCatalog& catalog, const std::string& path, bool jso
 }  // namespace
 
 int run_gpus(const GpusOptions& options) {
-  DeviceCatalog catalog = DeviceCatalog::builtin();
-  if (!options.devices_file.empty()) catalog.load_json(options.devices_file);
+  const DeviceCatalog catalog = DeviceCatalog::with_file(options.devices_file);
   if (!options.trace.empty()) return print_traced(catalog, options.trace, options.json);
   if (!options.json) {
     print_table(catalog);

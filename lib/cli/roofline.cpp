@@ -138,8 +138,7 @@ void write_json(const RooflineReport& r) {
 }  // namespace
 
 int run_roofline(const RooflineOptions& options) {
-  DeviceCatalog catalog = DeviceCatalog::builtin();
-  if (!options.devices_file.empty()) catalog.load_json(options.devices_file);
+  const DeviceCatalog catalog = DeviceCatalog::with_file(options.devices_file);
   if (!options.device.empty()) catalog.at(options.device);  // an unknown name fails before the trace is read
   Graph graph = build_graph(load_trace(options.common.trace()), options.common.graph_options());
   if (!options.layer_file.empty()) apply_layer_file(graph, options.layer_file);

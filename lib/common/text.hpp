@@ -43,6 +43,8 @@ TimeNs lower_quantile(std::vector<TimeNs>& values, std::size_t parts);
 
 /// "24" when every count is the same, else "20-24" (lowest-highest); "0" for none.
 std::string count_range(const std::vector<std::size_t>& counts);
+/// `ns` in milliseconds, for the notes' "{:.3f} ms".
+inline double milliseconds(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
 /// `bytes` in decimal megabytes with two decimals: "25.20 MB".
 std::string megabytes(double bytes);
 /// megabytes() of the value when all are the same, else "1.00 MB to 2.00 MB" (lowest to highest);

@@ -146,4 +146,10 @@ DeviceCatalog DeviceCatalog::builtin() {
   return catalog;
 }
 
+DeviceCatalog DeviceCatalog::with_file(const std::string& path) {
+  DeviceCatalog catalog = builtin();
+  if (!path.empty()) catalog.load_json(path);
+  return catalog;
+}
+
 }  // namespace daydream

@@ -346,6 +346,15 @@ TEST_CASE("amp on the GPU model: fixed factors, unknown GPUs, bf16 without bf16 
     CHECK_THAT(test::all_notes(out), Catch::Contains("V100-SXM2-32GB has no bf16 tensor cores"));
     CHECK_THROWS_WITH(test::apply(graph, "amp:dtype=int8"), Catch::Contains("dtype 'int8' is not one autocast runs in"));
   }
+  SECTION("a devices file's GPU whose fp16 peak vanishes: an error naming the task, not an overflow") {
+    const auto file = std::filesystem::temp_directory_path() / "daydream_test_amp_snail.json";
+    std::ofstream(file) << R"({"devices": [{"name": "Snail", "memory_bandwidth_gbps": 1000, "fp32_tflops": 10, )"
+                           R"("fp16_tflops": 1e-18}]})";
+    Graph graph = amp_step();
+    CHECK_THROWS_WITH(test::apply(graph, "amp:device=Snail,devices=" + file.string()),
+                      Catch::Contains("would take") && Catch::Contains("check the Snail's figures"));
+    std::filesystem::remove(file);
+  }
 }
 
 TEST_CASE("amp on the GPU model: GradScaler's step waits for the backward pass on the GPU", "[gpu][amp]") {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "daydream/device.hpp"
 #include "daydream/graph.hpp"
 #include "daydream/simulate.hpp"
 #include "daydream/transform.hpp"
@@ -109,6 +110,10 @@ NewTask new_task_of(py::handle spec);
 py::object int_or_none(std::int64_t value);
 /// `value` as a non-negative integer number of ns; ValueError (naming `what`) otherwise.
 TimeNs non_negative_ns(py::handle value, const char* what);
+
+/// The built-in GPU catalogue plus the GPUs of the devices file `devices` (device.cpp): the
+/// `devices=` argument of daydream.gpus, Graph.traced_gpu, autocast_time_ratio and roofline.
+DeviceCatalog catalog_with(const std::optional<std::string>& devices);
 
 /// The `python3 -m pip install pandas` hint around an import of pandas (or numpy).
 py::module_ import_optional(const char* module, const char* needed_by);

@@ -23,13 +23,13 @@ py::dict device_dict(const DeviceSpec& d) {
   return out;
 }
 
+}  // namespace
+
 DeviceCatalog catalog_with(const std::optional<std::string>& devices) {
   DeviceCatalog catalog = DeviceCatalog::builtin();
-  if (devices) catalog.load_json(*devices);
+  if (devices) catalog.load_json(*devices);  // "" too: an empty path is an error here
   return catalog;
 }
-
-}  // namespace
 
 void init_device(py::module_& m) {
   m.def(

@@ -96,8 +96,7 @@ void init_roofline(py::module_& m) {
   m.def(
       "_roofline",
       [](const GraphPtr& g, const std::optional<std::string>& device, const std::optional<std::string>& devices) {
-        DeviceCatalog catalog = DeviceCatalog::builtin();
-        if (devices) catalog.load_json(*devices);
+        const DeviceCatalog catalog = catalog_with(devices);
         RooflineReport report;
         {
           py::gil_scoped_release release;
