@@ -49,6 +49,10 @@ std::vector<ScenarioParam> data_parallel_params() {
 
 std::int64_t ranks_of(const ScenarioParams& params) { return params.integer("machines") * params.integer("gpus"); }
 
+void record_world_size(Graph& graph, const ScenarioParams& params) {
+  if (ranks_of(params) > 1) graph.world_size = ranks_of(params);
+}
+
 std::int64_t given_total_bytes(const ScenarioParams& params) {
   const double per_param = params.number("bytes_per_param");
   if (params.given("param_file")) {

@@ -21,6 +21,9 @@ std::vector<ScenarioParam> data_parallel_params();
 
 /// n = machines * gpus.
 std::int64_t ranks_of(const ScenarioParams& params);
+/// With machines x gpus above 1 the changed graph models one rank of a job of that many ranks: its
+/// world size says so (the sweep's cost counts the job's GPUs by it).
+void record_world_size(Graph& graph, const ScenarioParams& params);
 
 /// The model's gradient bytes from param_file or params (times bytes_per_param), kNone when
 /// neither is given.

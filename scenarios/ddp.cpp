@@ -62,6 +62,7 @@ std::string barrier_note(const std::vector<BackwardPass>& passes) {
 ScenarioOutcome apply(Graph& graph, const ScenarioParams& params) {
   ScenarioOutcome out;
   const TraceCollectives collectives = read_trace_collectives(graph);
+  record_world_size(graph, params);
   if (!traced_allreduce_tasks(collectives).empty()) {
     apply_to_traced_run(graph, collectives, params, out.notes);
     return out;

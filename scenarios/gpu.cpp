@@ -52,6 +52,23 @@ const DeviceSpec& traced_gpu(const DeviceCatalog& catalog, const Graph& graph, c
   return traced_device(catalog, graph.gpus(), graph.source_path);
 }
 
+/// The changed graph records the target as its GPU (its catalogue name, memory and SM resources),
+/// so that what follows sees the GPU the step now runs on: amp's ratios, another gpu move, the
+/// sweep's prices. Moving to the traced GPU changes nothing, records included.
+void record_target(Graph& graph, const DeviceSpec& from, const DeviceSpec& to) {
+  if (&from == &to) return;
+  std::vector<GpuResources> gpus = graph.gpus();
+  if (gpus.empty()) gpus.emplace_back();  // a trace without device records (from= named its GPU)
+  for (GpuResources& gpu : gpus) {
+    const std::int64_t device = gpu.device;
+    gpu = to.resources();
+    gpu.device = device;
+    gpu.name = to.name;
+    gpu.memory_bytes = to.memory_bytes;
+  }
+  graph.set_gpus(std::move(gpus));
+}
+
 std::string describe(const Tally& t, const DeviceSpec& from, const DeviceSpec& to) {
   return fmt::format("{} -> {}: {} compute-bound kernels {:.3f} -> {:.3f} ms, {} memory-bound kernels {:.3f} -> "
                      "{:.3f} ms, {} copies and memsets {:.3f} -> {:.3f} ms; collectives kept",
@@ -73,6 +90,7 @@ ScenarioOutcome apply_gpu(Graph& graph, const ScenarioParams& params) {
     else if (task.kind == TaskKind::memcpy || task.kind == TaskKind::memset)
       rescale(graph, t, copy_ratio(graph, t, from, to), tally.copies, "target");
   }
+  record_target(graph, from, to);
   ScenarioOutcome outcome;
   outcome.notes.push_back(describe(tally, from, to));
   if (params.given("cpu")) {

@@ -55,6 +55,7 @@ SlicesByParam insert_slices(Graph& graph, UnitId channel, const BackwardPass& pa
 ScenarioOutcome apply(Graph& graph, const ScenarioParams& params) {
   ScenarioOutcome out;
   const TraceCollectives collectives = read_trace_collectives(graph);
+  record_world_size(graph, params);
   if (const auto traced = traced_allreduce_tasks(collectives); !traced.empty()) {
     remove_with_launches(graph, traced);
     out.notes.push_back(fmt::format("removed the trace's {} all-reduce tasks (replaced by slices)", traced.size()));

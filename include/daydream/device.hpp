@@ -106,7 +106,7 @@ class DeviceCatalog {
   const DeviceSpec* find(std::string_view name) const;
   /// As find(); throws Error listing the known names when there is none.
   const DeviceSpec& at(std::string_view name) const;
-  /// The GPU a trace records as `trace_name`: the entry whose alias is the longest substring of
+  /// The GPU a trace records as `trace_name`: the entry of that name or alias, else the entry whose alias is the longest substring of
   /// it (ignoring case); among entries with equally long aliases, the one whose memory is
   /// closest to `memory_bytes` (when the trace records it, else the first listed). nullptr
   /// when none matches.

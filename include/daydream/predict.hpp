@@ -70,6 +70,12 @@ struct Prediction {
   double speedup() const;  ///< baseline_median / predicted_median
   PathBreakdown critical_path;  ///< of the predicted run
   std::vector<std::string> notes;
+  /// The GPU the predicted job runs on, as its graph records it (the `gpu` scenario's target, else
+  /// the trace's GPU; "" when the trace records none), that GPU's memory (0 if unknown) and the
+  /// job's GPU count (its world size; 1 when the trace records none). cost.hpp prices them.
+  std::string gpu;
+  double gpu_memory_bytes = 0;
+  std::int64_t gpus = 1;
 };
 
 /// Holds a base graph, its baseline simulation and the scenarios it knows by name; predictions copy

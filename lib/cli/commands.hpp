@@ -52,6 +52,11 @@ struct SweepCommandOptions {
   unsigned threads = 0;  ///< 0: all hardware threads
   bool csv = false;
   bool quiet = false;    ///< no progress on stderr
+  /// "builtin" or a prices file: adds throughput and cost per 1,000 iterations (cost.hpp); empty: none.
+  std::string price;
+  std::int64_t batch_size = 0;  ///< samples per GPU per iteration, for samples/s (0: not given)
+  std::string devices_file;     ///< GPUs beyond the catalogue, for naming the rows' GPUs
+  std::string device;           ///< the traced GPU, for a trace that records none
 };
 int run_sweep(const SweepCommandOptions& options);
 
@@ -95,6 +100,8 @@ bool is_job_input(const std::vector<std::string>& traces);
 /// throws Error with the library's message (it lists the valid names or parameters).
 void check_spec(const ScenarioSpec& spec);
 /// "1.976x", or "n/a" when the predicted time is not positive.
+/// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& text);
 std::string speedup_text(double speedup);
 /// A signed error as "+1.25%", or "n/a" when it is not finite.
 std::string percent(double ratio);

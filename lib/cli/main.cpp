@@ -75,6 +75,16 @@ CLI::App* add_sweep_command(CLI::App& app, daydream::cli::SweepCommandOptions& o
   sweep->add_flag("--csv", options.csv, "Print CSV instead of a table")->excludes("--json");
   sweep->add_flag("--quiet", options.quiet, "No progress on stderr");
   sweep->add_option("--layers", options.layer_file, "JSON layer file to apply first (see docs/formats.md)");
+  sweep->add_option("--price", options.price,
+                    "Add each row's GPU, throughput and cost per 1,000 iterations: 'builtin' for the built-in list "
+                    "prices (dated, docs/gpu_model.md), or a JSON prices file over them");
+  sweep->add_option("--batch-size", options.batch_size, "Samples per GPU per iteration, for samples/s (with --price)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000'000}))
+      ->needs("--price");
+  sweep->add_option("--devices", options.devices_file, "JSON file of GPUs beyond the catalogue (docs/gpu_model.md)")
+      ->needs("--price");
+  sweep->add_option("--device", options.device, "The traced GPU, for a trace that records none (daydream gpus)")
+      ->needs("--price");
   return sweep;
 }
 

@@ -11,11 +11,20 @@
 #include <limits>
 
 #include "cli/commands.hpp"
+#include "cli/sweep_cost.hpp"
 #include "daydream/error.hpp"
 #include "daydream/predict.hpp"
 #include "report/json_writer.hpp"
 
 namespace daydream::cli {
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 namespace {
 
 /// The label of the first row: the trace as recorded.
@@ -103,39 +112,42 @@ void print_table(const std::string& trace, const Prediction& baseline, const std
   }
 }
 
-/// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break.
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-void print_csv(const Prediction& baseline, const std::vector<SweepRow>& rows) {
-  fmt::print("scenario,baseline_ms,predicted_ms,speedup,dominant,dominant_share,error\n");
-  for (const auto& row : rows) {
+/// With costs, each line goes on with cost_csv_fields (the baseline has no line: see --json).
+void print_csv(const Prediction& baseline, const std::vector<SweepRow>& rows, const SweepCosts* costs) {
+  fmt::print("scenario,baseline_ms,predicted_ms,speedup,dominant,dominant_share,error{}\n",
+             costs ? fmt::format(",{}", cost_csv_header()) : "");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const SweepRow& row = rows[i];
     const std::string scenario = csv_field(row.spec.text());
+    const std::string cost = costs ? fmt::format(",{}", cost_csv_fields(costs->rows[i])) : "";
     if (!row.prediction) {
-      fmt::print("{},{},,,,,{}\n", scenario, format_ms(baseline.baseline_median_ns), csv_field(row.error));
+      fmt::print("{},{},,,,,{}{}\n", scenario, format_ms(baseline.baseline_median_ns), csv_field(row.error), cost);
       continue;
     }
     const Prediction& p = *row.prediction;
-    fmt::print("{},{},{},{:.6f},{},{:.6f},\n", scenario, format_ms(p.baseline_median_ns),
+    fmt::print("{},{},{},{:.6f},{},{:.6f},{}\n", scenario, format_ms(p.baseline_median_ns),
                format_ms(p.predicted_median_ns), p.speedup(), to_string(p.critical_path.dominant()),
-               dominant_share(p.critical_path));
+               dominant_share(p.critical_path), cost);
   }
 }
 
 /// JsonWriter has no null; it writes a non-finite ratio as null.
 JsonWriter& null_value(JsonWriter& w) { return w.ratio(std::numeric_limits<double>::quiet_NaN()); }
 
-std::string sweep_json(const std::string& trace, const Prediction& baseline, const std::vector<SweepRow>& rows) {
+/// With costs, "baseline_cost" and each row's "cost" (sweep_cost.hpp) join the fields.
+std::string sweep_json(const std::string& trace, const Prediction& baseline, const std::vector<SweepRow>& rows,
+                       const SweepCosts* costs) {
   JsonWriter w;
   w.begin_object().key("trace").value(trace).key("baseline_ms").milliseconds(baseline.baseline_median_ns);
   w.key("baseline_dominant").value(to_string(baseline.critical_path.dominant()));
   w.key("baseline_dominant_share").ratio(dominant_share(baseline.critical_path));
+  if (costs) {
+    write_cost_json(w.key("baseline_cost"), costs->baseline);
+    w.key("batch_size").value(costs->batch_size);
+  }
   w.key("rows").begin_array();
-  for (const auto& row : rows) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const SweepRow& row = rows[i];
     w.begin_object().key("scenario").value(row.spec.text());
     if (row.prediction) {
       const Prediction& p = *row.prediction;
@@ -147,6 +159,7 @@ std::string sweep_json(const std::string& trace, const Prediction& baseline, con
       for (const char* key : {"predicted_ms", "speedup", "dominant", "dominant_share"}) null_value(w.key(key));
       w.key("error").value(row.error);
     }
+    if (costs) write_cost_json(w.key("cost"), costs->rows[i]);
     w.end_object();
   }
   return w.end_array().end_object().str();
@@ -155,7 +168,11 @@ std::string sweep_json(const std::string& trace, const Prediction& baseline, con
 }  // namespace
 
 int run_sweep(const SweepCommandOptions& options) {
-  std::vector<ScenarioSpec> specs = collect_specs(options);  // bad specs fail before the trace is read
+  std::vector<ScenarioSpec> specs = collect_specs(options);  // bad specs and price files fail before the trace is read
+  const DeviceCatalog catalog = DeviceCatalog::with_file(options.devices_file);
+  const std::optional<PriceList> prices =
+      options.price.empty() ? std::nullopt : std::optional(PriceList::from_option(options.price, catalog));
+  if (!options.device.empty()) catalog.at(options.device);  // an unknown name fails before the trace is read
   const Predictor predictor(load_graph(options.common, options.layer_file));
   Progress progress(!options.quiet);
   SweepOptions sweep_options;
@@ -166,9 +183,15 @@ int run_sweep(const SweepCommandOptions& options) {
   // The baseline compared with itself: median iteration and critical path computed like every row's.
   const Prediction baseline = predictor.compare(std::string(kBaseline), predictor.base(), predictor.baseline());
 
-  if (options.csv) print_csv(baseline, rows);
-  else if (options.common.json) std::cout << sweep_json(options.common.label(), baseline, rows);
-  else print_table(options.common.label(), baseline, rows);
+  const std::optional<SweepCosts> costs =
+      prices ? std::optional(price_sweep(baseline, rows, options.batch_size, options.device, catalog, *prices)) : std::nullopt;
+  const SweepCosts* cost_table = costs ? &*costs : nullptr;
+  if (options.csv) print_csv(baseline, rows, cost_table);
+  else if (options.common.json) std::cout << sweep_json(options.common.label(), baseline, rows, cost_table);
+  else {
+    print_table(options.common.label(), baseline, rows);
+    if (costs) print_cost_table(*costs, rows);
+  }
 
   std::size_t failed = 0;
   for (const auto& row : rows) failed += row.prediction ? 0 : 1;

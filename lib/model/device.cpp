@@ -108,6 +108,7 @@ const DeviceSpec& DeviceCatalog::at(std::string_view name) const {
 }
 
 const DeviceSpec* DeviceCatalog::identify(std::string_view trace_name, double memory_bytes) const {
+  if (const DeviceSpec* exact = find(trace_name)) return exact;  // a catalogue name, as the gpu scenario records it
   const std::string name = folded(trace_name);
   const DeviceSpec* best = nullptr;
   std::size_t best_length = 0;

@@ -104,6 +104,8 @@ Prediction Predictor::compare(std::string label, const Graph& changed, const Sim
   p.predicted_median_ns = median_or(predicted, result.makespan_ns);
   const auto [from, to] = iteration_window(changed, result);
   p.critical_path = break_down_critical_path(changed, result, from, to);
+  if (!changed.gpus().empty()) p.gpu = changed.gpus().front().name, p.gpu_memory_bytes = changed.gpus().front().memory_bytes;
+  p.gpus = changed.world_size > 0 ? changed.world_size : 1;
   return p;
 }
 

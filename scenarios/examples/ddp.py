@@ -148,6 +148,8 @@ def apply(graph, machines: int = 1, gpus: int = 1, intra="auto", inter="auto", b
           gradient_as_bucket_view: int = 0) -> None:
     spec = dict(locals())
     collectives = graph.trace_collectives()
+    if machines * gpus > 1:
+        graph.world_size = machines * gpus  # one rank of a job of that many GPUs
     if collectives.allreduce_tasks():
         return apply_to_traced_run(graph, collectives, spec)
     if machines * gpus == 1:

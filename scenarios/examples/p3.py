@@ -77,6 +77,8 @@ def apply(graph, machines: int = 1, gpus: int = 1, intra="auto", inter="auto", b
     """Changes `graph` in place; returns the schedule {task id: priority}, or None for one GPU."""
     collectives = graph.trace_collectives()
     traced = collectives.allreduce_tasks()
+    if machines * gpus > 1:
+        graph.world_size = machines * gpus  # one rank of a job of that many GPUs
     if traced:
         graph.remove_with_launches(traced)
     if machines * gpus == 1:

@@ -56,3 +56,20 @@ def test_cli_docs_quote_the_roofline_as_it_prints():
     quoted = doc.split("$ daydream roofline tests/data/roofline/shapes.json\n", 1)[1].split("```", 1)[0]
     for line in quoted.splitlines():
         assert line == "..." or line in golden, line
+
+
+def test_cli_docs_quote_the_sweep_cost_table_as_it_prints():
+    """docs/cli.md's `sweep --price` example is the stdout of the golden file of the same command."""
+    golden = (REPO / "tests" / "golden" / "sweep_price.out").read_text().replace("<SRC>/", "")
+    printed = golden.split("# stdout\n", 1)[1].split("# stderr", 1)[0]
+    doc = (REPO / "docs" / "cli.md").read_text()
+    quoted = doc.split("--price builtin --batch-size 32 --device A100-SXM4-40GB\n", 1)[1].split("```", 1)[0]
+    assert quoted == printed
+
+
+def test_gpu_model_docs_list_the_builtin_prices_as_the_library_holds_them():
+    """docs/gpu_model.md's price table is daydream.prices(), row for row."""
+    doc = (REPO / "docs" / "gpu_model.md").read_text()
+    table = doc.split("<!-- prices table: daydream.prices() -->\n", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    expected = [f"| {p['gpu']} | {p['usd_per_gpu_hour']:.2f} | {p['source']} |" for p in daydream.prices()]
+    assert table == expected

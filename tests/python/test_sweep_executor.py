@@ -163,9 +163,10 @@ def test_futures_of_another_kind_are_waited_for_in_order(example):
 def test_worker_rows_are_plain_picklable_values(example):
     graph, _ = example
     row = _sweep._predict_in_worker(graph.sources, None, None, graph.fingerprint(), "faster_gpu:kind=tpu")
-    assert all(value is None or type(value) in (float, str) for value in row.values())
+    assert all(value is None or type(value) in (float, str, int) for value in row.values())
     assert repr(pickle.loads(pickle.dumps(row))) == repr(row)  # NaN != NaN: compare the text
-    assert set(row) == {"baseline_ms", "predicted_ms", "speedup", "dominant", "dominant_share", "error"}
+    assert set(row) == {"baseline_ms", "predicted_ms", "speedup", "dominant", "dominant_share", "error",
+                        "gpu", "gpu_memory_bytes", "gpus"}  # the last three for price=
     assert "'tpu'" in row["error"] and row["dominant"] is None and isinstance(row["baseline_ms"], float)
 
 

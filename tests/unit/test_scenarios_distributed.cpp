@@ -832,4 +832,12 @@ TEST_CASE("real: on ddp-convnet-a100-nccl the copy-back and buffer-broadcast rul
                                 "buffers around them, 6 copy kernels and 477 device-to-device copies"));
 }
 
+TEST_CASE("ddp and p3 with machines or gpus given: the predicted job runs on machines x gpus GPUs",
+          "[scenario][distributed][cost]") {
+  const Predictor predictor(graph_of(training_loop()));
+  CHECK(predictor.predict(parse_scenario_spec("ddp:params=1000,machines=2,gpus=4")).gpus == 8);
+  CHECK(predictor.predict(parse_scenario_spec("p3:params=1000,gpus=4")).gpus == 4);
+  CHECK(predictor.predict(parse_scenario_spec("ddp:params=1000")).gpus == 1);  // none given: the trace's (none: 1)
+}
+
 }  // namespace daydream::test

@@ -25,6 +25,9 @@ ProgressCallback = Callable[[int, int], Any]
 ScenarioItem = Union[str, "tuple[str, Callable[[_core.Graph], Any]]"]
 
 COLUMNS = ("scenario", "baseline_ms", "predicted_ms", "speedup", "dominant", "dominant_share", "error")
+# With price=: what each row costs to run (docs/gpu_model.md, "Cost"), after COLUMNS.
+COST_COLUMNS = ("gpu", "gpus", "iterations_per_s", "samples_per_s", "usd_per_gpu_hour", "usd_per_1k_iterations",
+                "price_source")
 
 
 class _Row(NamedTuple):
@@ -37,7 +40,8 @@ class _Row(NamedTuple):
 
 def sweep(graph: _core.Graph, scenarios: Iterable[ScenarioItem], *, threads: Optional[int] = None,
           progress: Union[bool, ProgressCallback, None] = False,
-          executor: Any = None) -> "pandas.DataFrame":  # noqa: F821
+          executor: Any = None, price: Optional[str] = None, batch_size: Optional[int] = None,
+          device: Optional[str] = None, devices: Optional[str] = None) -> "pandas.DataFrame":  # noqa: F821
     """Predicts every scenario against `graph` and returns one row per scenario, in input order.
 
     `scenarios` holds specs ("amp", "faster_gpu:factor=2|4": a value may list alternatives with
@@ -58,13 +62,24 @@ def sweep(graph: _core.Graph, scenarios: Iterable[ScenarioItem], *, threads: Opt
     without an executor. The graph must be as daydream.load() made it (ValueError otherwise, and
     for a graph not loaded from files, or with threads= also given). Callables are not sent: they
     run here, on copies, while the executor works.
-    Bad specs (unknown scenario or parameter, value out of range) raise daydream.Error before
-    anything runs.
+    price: None, or "builtin" (the dated built-in list prices) or a JSON prices file over them:
+    adds the columns COST_COLUMNS after `error`, as `daydream sweep --price` prints them (gpu, gpus,
+    iterations_per_s, samples_per_s, usd_per_gpu_hour, usd_per_1k_iterations, price_source; None
+    or NaN where unknown), and the baseline's as frame.attrs["baseline_cost"] (a dict).
+    batch_size: samples per GPU per iteration, for samples_per_s. device: the traced GPU where the
+    trace records none or one the catalogue lacks. devices: a devices file (more GPUs).
+    Bad specs (unknown scenario or parameter, value out of range) and bad prices files raise
+    daydream.Error before anything runs.
     """
     plan = _plan(scenarios)
     report = _progress_reporter(progress, len(plan))
+    pricing = _pricing(price, batch_size, device, devices)
     if executor is not None:
-        return _sweep_on_executor(executor, graph, plan, threads, report)
+        results = _sweep_on_executor(executor, graph, plan, threads, report)
+        if not pricing:
+            return _frame(plan, results)
+        return _with_costs(_frame(plan, results, COLUMNS + COST_COLUMNS), results, pricing,
+                           _core._Predictor(graph).baseline)
     predictor = _core._Predictor(graph)
     specs = [row.scenario for row in plan if row.change is None]
     outcomes = iter(predictor.sweep(specs, _thread_count(threads), _relay(report, len(plan))))
@@ -79,7 +94,55 @@ def sweep(graph: _core.Graph, scenarios: Iterable[ScenarioItem], *, threads: Opt
         done += 1
         if report:
             report(done, len(plan))
-    return _frame(plan, results)
+    if not pricing:
+        return _frame(plan, results)
+    return _with_costs(_frame(plan, results, COLUMNS + COST_COLUMNS), results, pricing, predictor.baseline)
+
+
+class _PriceOptions(NamedTuple):
+    """sweep's price=, batch_size=, device= and devices=, checked, with the loaded prices."""
+
+    prices: Any  # _core._Pricing
+    batch_size: int
+    device: str
+
+
+def _pricing(price, batch_size, device, devices) -> Optional[_PriceOptions]:
+    if price is None:
+        if batch_size is not None or device is not None or devices is not None:
+            raise ValueError("sweep: batch_size, device and devices go with price= (\"builtin\" or a prices file)")
+        return None
+    if isinstance(batch_size, bool) or not (batch_size is None or (isinstance(batch_size, int) and batch_size >= 1)):
+        raise ValueError(f"sweep: batch_size must be None or an int >= 1, got {batch_size!r}")
+    pricing = _PriceOptions(_core._Pricing(str(price), None if devices is None else str(devices)), batch_size or 0,
+                            device or "")
+    if device:
+        pricing.prices.cost(0, "", 0, 1, 0, device)  # an unknown GPU name raises now, listing the known ones
+    return pricing
+
+
+def _with_costs(frame, results: list, pricing: _PriceOptions, baseline: Callable[[], Any]):
+    """The frame with COST_COLUMNS after `error` (from each row's measures in `results`), and
+    attrs["baseline_cost"] and attrs["batch_size"]."""
+    import pandas
+
+    def cost(predicted_ms: float, gpu: str, memory: float, gpus: int) -> dict:
+        return pricing.prices.cost(predicted_ms, gpu, memory, gpus, pricing.batch_size, pricing.device)
+
+    costs = [None if math.isnan(m["predicted_ms"]) else cost(m["predicted_ms"], m["gpu"], m["gpu_memory_bytes"], m["gpus"])
+             for m, _error in results]
+    at = list(frame.columns).index("error") + 1
+    for offset, column in enumerate(COST_COLUMNS):
+        values = [c[column] if c else None for c in costs]
+        if column in ("gpu", "gpus", "price_source"):
+            series = pandas.Series(values, dtype=object)
+        else:
+            series = pandas.Series([math.nan if v is None else v for v in values], dtype=float)
+        frame.insert(at + offset, column, series)
+    base = baseline()
+    frame.attrs["baseline_cost"] = cost(base.baseline_ms, base.gpu, base.gpu_memory_bytes, base.gpus)
+    frame.attrs["batch_size"] = pricing.batch_size
+    return frame
 
 
 def _plan(scenarios: Iterable[ScenarioItem]) -> list[_Row]:
@@ -149,8 +212,9 @@ class _Origin(NamedTuple):
 
 
 def _sweep_on_executor(executor, graph: _core.Graph, plan: list[_Row], threads,
-                       report: Optional[ProgressCallback]):
-    """Submits every spec row, runs the callables here meanwhile, then gathers in input order."""
+                       report: Optional[ProgressCallback]) -> list:
+    """Submits every spec row, runs the callables here meanwhile, then gathers the (measures, error)
+    of each row in input order."""
     origin = _origin_for_executor(executor, graph, threads)
     futures = {index: executor.submit(_predict_in_worker, *origin, row.scenario)
                for index, row in enumerate(plan) if row.change is None}
@@ -164,7 +228,7 @@ def _sweep_on_executor(executor, graph: _core.Graph, plan: list[_Row], threads,
             if cancel:
                 cancel()
         raise
-    return _frame(plan, results)
+    return results
 
 
 def _origin_for_executor(executor, graph: _core.Graph, threads) -> _Origin:
@@ -260,15 +324,16 @@ def _load_for_worker(sources: tuple, layers: Optional[str], iterations: Optional
     return graph.fingerprint(), _core._Predictor(graph)
 
 
-def _frame(plan: list[_Row], results: list):
-    """The DataFrame of the rows; results holds (measures, error) per row (see _measures)."""
+def _frame(plan: list[_Row], results: list, reserved: tuple = COLUMNS):
+    """The DataFrame of the rows; results holds (measures, error) per row (see _measures).
+    Parameters named as a `reserved` column get a param_ prefix."""
     try:
         import pandas
     except ImportError as error:
         raise ImportError("daydream.sweep needs pandas, which is not installed: "
                           "python3 -m pip install pandas numpy") from error
 
-    params = _parameter_columns(plan)
+    params = _parameter_columns(plan, reserved)
     records = []
     for row, (measures, error) in zip(plan, results):
         record = dict(measures)
@@ -282,16 +347,18 @@ def _frame(plan: list[_Row], results: list):
     return frame
 
 
-def _parameter_columns(plan: list[_Row]) -> dict[str, str]:
+
+def _parameter_columns(plan: list[_Row], reserved: tuple) -> dict[str, str]:
     """{parameter: column} in order of first appearance; a name that clashes gets a param_ prefix."""
     columns: dict[str, str] = {}
     for row in plan:
         for name, _ in row.args:
-            columns.setdefault(name, f"param_{name}" if name in COLUMNS else name)
+            columns.setdefault(name, f"param_{name}" if name in reserved else name)
     return columns
 
 
-_MEASURES = ("baseline_ms", "predicted_ms", "speedup", "dominant", "dominant_share")
+# The columns, then what the row's cost needs (price=): the GPU as the changed graph records it and the job's GPUs.
+_MEASURES = ("baseline_ms", "predicted_ms", "speedup", "dominant", "dominant_share", "gpu", "gpu_memory_bytes", "gpus")
 
 
 def _measures(prediction, baseline_ms: float) -> dict:
@@ -299,9 +366,10 @@ def _measures(prediction, baseline_ms: float) -> dict:
     if prediction is None:
         nan = math.nan
         return {"baseline_ms": baseline_ms, "predicted_ms": nan, "speedup": nan, "dominant": None,
-                "dominant_share": nan}
+                "dominant_share": nan, "gpu": "", "gpu_memory_bytes": 0.0, "gpus": 1}
     path = prediction.critical_path
     dominant = path["dominant"]
     share = path["by_category_ms"][dominant] / path["length_ms"] if path["length_ms"] > 0 else math.nan
     return {"baseline_ms": prediction.baseline_ms, "predicted_ms": prediction.predicted_ms,
-            "speedup": prediction.speedup, "dominant": dominant, "dominant_share": share}
+            "speedup": prediction.speedup, "dominant": dominant, "dominant_share": share,
+            "gpu": prediction.gpu, "gpu_memory_bytes": prediction.gpu_memory_bytes, "gpus": prediction.gpus}

@@ -162,6 +162,16 @@ void init_graph(py::module_& m) {
               "first_event (source index, -1 for none), total_ms (only for counters of stretches of time), description}.")
       .def_property_readonly("source_path", [](const GraphPtr& g) { return g->graph.source_path; },
                              "The trace file the graph was built from.")
+      .def_property(
+          "world_size", [](const GraphPtr& g) { return int_or_none(g->graph.world_size); },
+          [](const GraphPtr& g, std::int64_t ranks) {
+            if (ranks < 1 || ranks > (std::int64_t{1} << 32))
+              throw py::value_error("world_size: a job has 1 to 2**32 ranks, not " + std::to_string(ranks));
+            WriteLock lock(*g);
+            g->graph.world_size = ranks;
+          },
+          "Ranks of the job this graph is (one rank of): distributedInfo.world_size, or None. ddp and p3 set it to "
+          "machines x gpus when that is above 1; sweep(price=...) counts the job's GPUs by it.")
       .def("edge_counts", [](const GraphPtr& g) {
              py::dict out;
              const auto counts = g->graph.edge_counts();

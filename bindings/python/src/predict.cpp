@@ -353,6 +353,13 @@ void init_predict(py::module_& m) {
                              "by_category_ms {category: ms}, by_layer_ms [(layer, ms), ...] longest first}.")
       .def_property_readonly("notes", [](const PredictionData& d) { return d.prediction.notes; },
                              "What the scenario reported (fitted constants, tasks changed), as a list of str.")
+      .def_property_readonly("gpu", [](const PredictionData& d) { return d.prediction.gpu; },
+                             "The GPU the prediction runs on, as its graph records it (the gpu scenario's target, "
+                             "else the trace's GPU; \"\" when the trace records none).")
+      .def_property_readonly("gpu_memory_bytes", [](const PredictionData& d) { return d.prediction.gpu_memory_bytes; },
+                             "That GPU's memory in bytes (0 if unknown).")
+      .def_property_readonly("gpus", [](const PredictionData& d) { return d.prediction.gpus; },
+                             "GPUs of the predicted job: its world size (1 when the trace records none).")
       .def_property_readonly("graph", [](const PredictionData& d) { return d.graph ? py::cast(d.graph) : py::none(); },
                              "The changed graph (a Graph of its own), or None for a sweep row.")
       .def_property_readonly("result", [](PredictionData& d) { return d.result.get(); },
@@ -374,6 +381,10 @@ void init_predict(py::module_& m) {
            "[(Prediction or None, error or None)] per spec (no grids), in parallel on `threads` (0: all cores).")
       .def("evaluate", &evaluate_changed, py::arg("label"), py::arg("changed"),
            "Simulates a graph changed in Python and compares it with the baseline.")
+      .def("baseline", [](const PredictorData& pd) {
+             const Predictor& p = *pd.predictor;
+             return PredictionData{p.compare("baseline", p.base(), p.baseline()), pd.trace_path, {}, {}, {}};
+           }, "The baseline compared with itself (no simulation): its medians, critical path and GPU.")
       .def_property_readonly("baseline_ms", [](const PredictorData& pd) {
              const Predictor& p = *pd.predictor;
              return ms(p.baseline_median_ns());
