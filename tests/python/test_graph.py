@@ -93,12 +93,21 @@ def test_task_duration_is_settable_and_validated(small_trace):
     assert g.task(k.id).duration_ns == 1234
     k.duration_ns = 2e3  # a whole float is fine
     assert k.duration_ns == 2000
-    for bad in (-1, 1.5, float("nan"), float("inf")):
+    k.duration_ns /= 3  # a fraction rounds to the nearest ns, as scale(1 / 3) does
+    assert k.duration_ns == 667
+    k.duration_ns = 2.5
+    assert k.duration_ns == 3  # half away from zero, as scale
+    copy = g.copy()
+    (same,) = copy.select(name="volta_sgemm")
+    same.duration_ns = 2000
+    copy.select(name="volta_sgemm").scale(1 / 3)
+    assert same.duration_ns == 667
+    for bad in (-1, -0.4, float("nan"), float("inf"), -float("inf"), 1e19):
         with pytest.raises(ValueError):
             k.duration_ns = bad
     with pytest.raises(TypeError):
         k.duration_ns = "10"
-    assert k.duration_ns == 2000
+    assert k.duration_ns == 3
 
 
 def test_task_keeps_graph_alive(small_trace):

@@ -120,14 +120,15 @@ UnitId unit_id_in(const GraphBox& box, py::handle handle) {
 
 TimeNs non_negative_ns(py::handle value, const char* what) {
   if (py::isinstance<py::bool_>(value) || !py::isinstance<py::int_>(value)) {
-    // Accept integral floats (1e6) but nothing fractional, infinite or NaN.
+    // A float rounds to the nearest ns, as TaskSet.scale does (task.duration_ns /= 3 works); no
+    // negative, infinite or NaN value, nor one past the largest time (2**63 ns).
     if (py::isinstance<py::float_>(value)) {
       const double v = value.cast<double>();
-      if (std::isfinite(v) && v >= 0 && v == std::floor(v) && v < 9.2e18) return static_cast<TimeNs>(v);
-      throw py::value_error(std::string(what) + " must be a whole number of ns >= 0, got " +
+      if (std::isfinite(v) && v >= 0 && v < 9.2e18) return static_cast<TimeNs>(std::llround(v));
+      throw py::value_error(std::string(what) + " must be a finite number of ns >= 0 (below 9.2e18), got " +
                             std::string(py::repr(value)));
     }
-    throw py::type_error(std::string(what) + " must be an int (ns), got " +
+    throw py::type_error(std::string(what) + " must be an int or a float (ns), got " +
                          std::string(py::str(py::type::of(value).attr("__name__"))));
   }
   const auto v = value.cast<long long>();

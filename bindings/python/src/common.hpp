@@ -108,7 +108,7 @@ std::vector<TaskRef> task_refs(const GraphPtr& box, const std::vector<TaskId>& i
 NewTask new_task_of(py::handle spec);
 /// `value` as an int, or None for kNone (a size, an event index, a rank the trace does not give).
 py::object int_or_none(std::int64_t value);
-/// `value` as a non-negative integer number of ns; ValueError (naming `what`) otherwise.
+/// `value` as a non-negative number of ns: an int, or a float rounded to the nearest ns (as TaskSet.scale rounds); ValueError (naming `what`) for a negative, NaN or infinite value.
 TimeNs non_negative_ns(py::handle value, const char* what);
 
 /// The built-in GPU catalogue plus the GPUs of the devices file `devices` (device.cpp): the
