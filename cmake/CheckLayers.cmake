@@ -4,7 +4,7 @@
 #   1 graph      lib/graph, lib/transform; daydream/{graph,layers,transform}.hpp (the graph and its edits)
 #   2 simulate   lib/simulate; daydream/simulate.hpp
 #   3 analyze    lib/model, lib/analyze; daydream/{model,analyze,device,roofline,cost}.hpp (cost models, GPUs and their prices, facts read off a graph)
-#   4 predict    lib/scenario, lib/report, lib/predict; daydream/{scenario,predict,validate}.hpp, daydream/report/*.hpp
+#   4 predict    lib/scenario, lib/report, lib/predict; daydream/{scenario,predict,bottleneck,validate}.hpp, daydream/report/*.hpp
 #   5 job        lib/job; daydream/job.hpp
 #   6 scenarios  scenarios/; daydream/daydream.hpp (everything)
 #   7 tools      lib/cli
@@ -29,7 +29,7 @@ set(_headers_0 error import_stats trace ingest collector)
 set(_headers_1 graph layers transform)
 set(_headers_2 simulate)
 set(_headers_3 model analyze device roofline cost)
-set(_headers_4 scenario predict validate report/replay report/stats report/layers report/chrome_trace)
+set(_headers_4 scenario predict bottleneck validate report/replay report/stats report/layers report/chrome_trace)
 set(_headers_5 job)
 set(_headers_6 daydream)
 

@@ -52,6 +52,11 @@ PathBreakdown break_down_critical_path(const Graph& graph, const SimulationResul
                                        TimeNs from_ns = std::numeric_limits<TimeNs>::min(),
                                        TimeNs to_ns = std::numeric_limits<TimeNs>::max());
 
+/// The part of a simulation the iterations cover: the earliest start of an iteration's first
+/// task to the latest end of one's last task; the whole time axis (lowest to highest TimeNs) when
+/// the graph marks none.
+std::pair<TimeNs, TimeNs> iteration_window(const Graph& graph, const SimulationResult& result);
+
 /// One iteration; for a multi-rank job graph (job.hpp), the job's: the slowest rank's time.
 struct IterationPrediction {
   std::string name;

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <limits>
 
+#include "daydream/bottleneck.hpp"
 #include "daydream/error.hpp"
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
@@ -115,6 +116,11 @@ void print_catalogue_table() {
 void print_layer_table(const LayerReport& r) {
   fmt::print("trace: {}\nGPU time attributed to a layer: {:.1f}% of {} ms; CPU time: {:.1f}% of {} ms\n\n", r.trace,
              100.0 * r.gpu_coverage(), format_ms(r.gpu_total_ns), 100.0 * r.cpu_coverage(), format_ms(r.cpu_total_ns));
+  if (r.rows.empty()) {  // rather than an empty table: where layers come from, and what to use meanwhile
+    fmt::print("no task has a layer: the trace marks none (NVTX ranges, record_function, module hooks: "
+               "docs/layers.md); give --layers FILE, or see time by operator with `daydream bottleneck`\n");
+    return;
+  }
   fmt::print("{:<60} {:<9} {:>12} {:>12} {:>8}\n", "layer", "phase", "GPU ms", "CPU ms", "kernels");
   for (const auto& row : r.rows)
     fmt::print("{:<60} {:<9} {:>12} {:>12} {:>8}\n", row.layer, to_string(row.phase), format_ms(row.gpu_ns),
@@ -134,9 +140,11 @@ void print_time_row(std::string_view name, TimeNs baseline_ns, TimeNs predicted_
              iteration_speedup(baseline_ns, predicted_ns));
 }
 
-void print_critical_path(const PathBreakdown& path) {
+}  // namespace
+
+void print_critical_path(const PathBreakdown& path, std::string_view title) {
   const auto dominant = static_cast<std::size_t>(path.dominant());
-  fmt::print("\ncritical path of the predicted iterations: {} ms, dominated by {} ({})\n", format_ms(path.length_ns),
+  fmt::print("\n{}: {} ms, dominated by {} ({})\n", title, format_ms(path.length_ns),
              to_string(path.dominant()), share_text(path.by_category_ns[dominant], path.length_ns));
   fmt::print("  {:<22} {:>12} {:>7}\n", "category", "ms", "share");
   for (std::size_t c = 0; c < kPathCategoryCount; ++c)
@@ -155,13 +163,15 @@ void print_critical_path(const PathBreakdown& path) {
   if (path.by_layer_ns.size() > kTopLayers) fmt::print("  ({} more layers)\n", path.by_layer_ns.size() - kTopLayers);
 }
 
+namespace {
+
 void print_prediction_table(const Prediction& p, const std::string& trace) {
   fmt::print("trace: {}\nscenario: {}\n\n{:<24} {:>14} {:>14} {:>9}\n", trace, p.scenario, "iteration", "baseline ms",
              "predicted ms", "speedup");
   for (const auto& it : p.iterations) print_time_row(it.name, it.baseline_ns, it.predicted_ns);
   print_time_row("median", p.baseline_median_ns, p.predicted_median_ns);
   print_time_row("total (whole run)", p.baseline_total_ns, p.predicted_total_ns);
-  print_critical_path(p.critical_path);
+  print_critical_path(p.critical_path, "critical path of the predicted iterations");
   if (p.notes.empty()) return;
   fmt::print("\nnotes\n");
   for (const auto& note : p.notes) fmt::print("  - {}\n", note);
@@ -323,8 +333,8 @@ int run_layers(const LayerOptions& options) {
 }
 
 int run_job_replay(const CommonOptions& options) {
-  const Graph job = load_job({options.traces.begin(), options.traces.end()}, {options.graph_options(), 0});
-  const JobReport report = make_job_report(job, simulate(job));
+  const Predictor job(load_job({options.traces.begin(), options.traces.end()}, {options.graph_options(), 0}));
+  const JobReport report = make_job_report(job.base(), job.baseline());
   if (options.json) {
     std::cout << to_json(report);
     return 0;
@@ -332,15 +342,20 @@ int run_job_replay(const CommonOptions& options) {
   print_job_iterations(report);
   print_job_ranks(report);
   print_job_collectives(report);
+  fmt::print("\n{}\n", find_bottleneck(job).summary);  // as `daydream bottleneck` ends
   return 0;
 }
 
 int run_replay(const CommonOptions& options) {
   if (is_job_input(options.traces)) return run_job_replay(options);
-  const Graph graph = build_graph(load_trace(options.trace()), options.graph_options());
-  const ReplayReport report = make_replay_report(graph, simulate(graph));
-  if (options.json) std::cout << to_json(report);
-  else print_replay_table(report);
+  const Predictor replay(build_graph(load_trace(options.trace()), options.graph_options()));
+  const ReplayReport report = make_replay_report(replay.base(), replay.baseline());
+  if (options.json) {
+    std::cout << to_json(report);
+    return 0;
+  }
+  print_replay_table(report);
+  fmt::print("\n{}\n", find_bottleneck(replay).summary);  // as `daydream bottleneck` ends
   return 0;
 }
 

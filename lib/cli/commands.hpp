@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "daydream/graph.hpp"
+#include "daydream/predict.hpp"
 #include "daydream/scenario.hpp"
 
 namespace daydream::cli {
@@ -43,6 +44,14 @@ struct PredictOptions {
   std::string layer_file;
 };
 int run_predict(const PredictOptions& options);
+
+/// `daydream bottleneck TRACE... [--layers FILE] [--json]`: the baseline's critical path by
+/// category, layer, operator and kernel, and each GPU stream's idle time by cause (bottleneck.hpp).
+struct BottleneckOptions {
+  CommonOptions common;
+  std::string layer_file;
+};
+int run_bottleneck(const BottleneckOptions& options);
 
 struct SweepCommandOptions {
   CommonOptions common;
@@ -99,9 +108,11 @@ bool is_job_input(const std::vector<std::string>& traces);
 /// Checks a spec against its scenario (name, parameters, ranges) before any trace is loaded;
 /// throws Error with the library's message (it lists the valid names or parameters).
 void check_spec(const ScenarioSpec& spec);
-/// "1.976x", or "n/a" when the predicted time is not positive.
+/// The critical path by category, then its top layers (or why there are none), under `title`.
+void print_critical_path(const PathBreakdown& path, std::string_view title);
 /// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break.
 std::string csv_field(const std::string& text);
+/// "1.976x", or "n/a" when the predicted time is not positive.
 std::string speedup_text(double speedup);
 /// A signed error as "+1.25%", or "n/a" when it is not finite.
 std::string percent(double ratio);

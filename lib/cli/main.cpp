@@ -133,6 +133,12 @@ int main(int argc, char** argv) {
   layers->add_option("--depth", layer_options.depth, "Aggregate layer paths to this many levels (0: full paths)")
       ->check(CLI::NonNegativeNumber);
 
+  daydream::cli::BottleneckOptions bottleneck_options;
+  auto* bottleneck = app.add_subcommand(
+      "bottleneck", "What is my bottleneck? The unmodified run's critical path by category, layer, operator and kernel, "
+                    "and each GPU stream's idle time by what it waited for (CPU, data, sync, another stream)");
+  add_job_trace_options(*bottleneck, bottleneck_options.common);
+  bottleneck->add_option("--layers", bottleneck_options.layer_file, "JSON layer file to apply first (see docs/formats.md)");
   daydream::cli::PredictOptions predict_options;
   auto* predict = add_predict_command(app, predict_options);
   daydream::cli::SweepCommandOptions sweep_options;
@@ -160,6 +166,7 @@ int main(int argc, char** argv) {
       return stats_catalogue ? daydream::cli::run_stats_catalogue(stats_options.json)
                              : daydream::cli::run_stats(stats_options);
     if (layers->parsed()) return daydream::cli::run_layers(layer_options);
+    if (bottleneck->parsed()) return daydream::cli::run_bottleneck(bottleneck_options);
     if (predict->parsed()) return daydream::cli::run_predict(predict_options);
     if (sweep->parsed()) return daydream::cli::run_sweep(sweep_options);
     if (validate->parsed()) return daydream::cli::run_validate(validate_options);

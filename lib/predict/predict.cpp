@@ -44,7 +44,8 @@ TimeNs median_or(std::vector<TimeNs> values, TimeNs fallback) {
   return values.empty() ? fallback : text::median(values);
 }
 
-/// The window of the run the iterations cover, for the critical-path breakdown.
+}  // namespace
+
 std::pair<TimeNs, TimeNs> iteration_window(const Graph& graph, const SimulationResult& result) {
   TimeNs from = std::numeric_limits<TimeNs>::max(), to = std::numeric_limits<TimeNs>::min();
   for (const Iteration& it : graph.iterations()) {
@@ -56,8 +57,6 @@ std::pair<TimeNs, TimeNs> iteration_window(const Graph& graph, const SimulationR
   if (from > to) return {std::numeric_limits<TimeNs>::min(), std::numeric_limits<TimeNs>::max()};
   return {from, to};
 }
-
-}  // namespace
 
 double Prediction::speedup() const {
   return predicted_median_ns > 0 ? static_cast<double>(baseline_median_ns) / static_cast<double>(predicted_median_ns) : 0.0;

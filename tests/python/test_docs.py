@@ -58,13 +58,26 @@ def test_cli_docs_quote_the_roofline_as_it_prints():
         assert line == "..." or line in golden, line
 
 
+def golden_stdout(name: str) -> str:
+    """The stdout a golden file holds, with paths as the docs write them."""
+    golden = (REPO / "tests" / "golden" / f"{name}.out").read_text().replace("<SRC>/", "")
+    return golden.split("# stdout\n", 1)[1].split("# stderr", 1)[0]
+
+
+def cli_docs_block_after(command_line: str) -> str:
+    """The text docs/cli.md shows after `command_line`, up to the end of its code block."""
+    return (REPO / "docs" / "cli.md").read_text().split(command_line + "\n", 1)[1].split("```", 1)[0]
+
+
 def test_cli_docs_quote_the_sweep_cost_table_as_it_prints():
     """docs/cli.md's `sweep --price` example is the stdout of the golden file of the same command."""
-    golden = (REPO / "tests" / "golden" / "sweep_price.out").read_text().replace("<SRC>/", "")
-    printed = golden.split("# stdout\n", 1)[1].split("# stderr", 1)[0]
-    doc = (REPO / "docs" / "cli.md").read_text()
-    quoted = doc.split("--price builtin --batch-size 32 --device A100-SXM4-40GB\n", 1)[1].split("```", 1)[0]
-    assert quoted == printed
+    assert cli_docs_block_after("--price builtin --batch-size 32 --device A100-SXM4-40GB") == golden_stdout("sweep_price")
+
+
+def test_cli_docs_quote_the_bottleneck_report_as_it_prints():
+    """docs/cli.md's `bottleneck` example is the stdout of the golden file of the same command."""
+    assert cli_docs_block_after("$ daydream bottleneck tests/data/example/synthetic_training.json.gz") == \
+        golden_stdout("bottleneck_example")
 
 
 def test_gpu_model_docs_list_the_builtin_prices_as_the_library_holds_them():
@@ -73,3 +86,4 @@ def test_gpu_model_docs_list_the_builtin_prices_as_the_library_holds_them():
     table = doc.split("<!-- prices table: daydream.prices() -->\n", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
     expected = [f"| {p['gpu']} | {p['usd_per_gpu_hour']:.2f} | {p['source']} |" for p in daydream.prices()]
     assert table == expected
+

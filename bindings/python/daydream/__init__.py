@@ -68,6 +68,7 @@ from ._core import (
     write_timeline,
 )
 from . import plot
+from ._bottleneck import Bottleneck, bottleneck
 from ._roofline import Roofline, roofline
 from .plot import plot_roofline
 from ._sweep import sweep
@@ -85,6 +86,7 @@ __all__ = [
     "TASK_KINDS",
     "UNIT_KINDS",
     "BackwardPass",
+    "Bottleneck",
     "Error",
     "Graph",
     "LaunchIndex",
@@ -100,6 +102,7 @@ __all__ = [
     "__version__",
     "apply_scenario",
     "autocast_time_ratio",
+    "bottleneck",
     "collective_traffic_bytes",
     "describe",
     "estimate_loads",

@@ -150,6 +150,7 @@ void init_analyze_dataloader(py::module_& m);
 void init_transform_blocks(py::module_& m);
 void init_device(py::module_& m);  // device.cpp: the GPU model
 void init_roofline(py::module_& m);  // roofline.cpp: the roofline report
+void init_bottleneck(py::module_& m);  // bottleneck.cpp: what limits the unmodified run
 void init_simulate(py::module_& m);
 void init_load(py::module_& m);
 

@@ -58,6 +58,7 @@ PYBIND11_MODULE(_core, m) {
   init_analyze_data_parallel(m);
   init_device(m);
   init_roofline(m);
+  init_bottleneck(m);
   init_simulate(m);
   init_load(m);
   init_predict(m);
