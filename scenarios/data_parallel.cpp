@@ -15,15 +15,25 @@
 
 namespace daydream::scenarios {
 
+std::vector<ScenarioParam> model_size_params() {
+  return {
+      ScenarioParam("params", ParamKind::number, 0,
+                    "total parameter count, when the trace records no gradient sizes (e.g. 25.6e6 for ResNet-50)", 0,
+                    1e13, true)
+          .automatic("the gradient sizes the trace records (record_param_comms)"),
+      ScenarioParam("bytes_per_param", ParamKind::number, 4, "bytes per gradient element (4 = fp32, 2 = fp16)", 0, 64, true),
+      ScenarioParam::text("param_file", "",
+                          "JSON file of per-parameter counts in forward order: {\"parameters\": "
+                          "[{\"name\": \"conv1.weight\", \"count\": 9408}, ...]}"),
+  };
+}
+
 std::vector<ScenarioParam> data_parallel_params() {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr double kMiB = 1024.0 * 1024.0;
   constexpr double kMinLink = 1e3;  // bytes/s: slower links would overflow the ns clock on large models
   const std::string kFitted = "the fit to the trace's all-reduces (where R^2 >= 0.5)";
-  auto param_file = ScenarioParam::text("param_file", "",
-                                        "JSON file of per-parameter counts in forward order: {\"parameters\": "
-                                        "[{\"name\": \"conv1.weight\", \"count\": 9408}, ...]}");
-  return {
+  std::vector<ScenarioParam> params = {
       ScenarioParam("machines", ParamKind::integer, 1, "machines (nodes) in the job", 1, 1e6),
       ScenarioParam("gpus", ParamKind::integer, 1, "GPUs per machine", 1, 1e6),
       ScenarioParam("intra", ParamKind::bandwidth, 100e9, "ring bandwidth between the GPUs of one machine (NVLink class)",
@@ -38,13 +48,9 @@ std::vector<ScenarioParam> data_parallel_params() {
           .automatic(kFitted + ", else 20us"),
       ScenarioParam("bucket", ParamKind::bytes, 25 * kMiB, "DDP bucket cap (bucket_cap_mb = 25)", 0, kInf, true),
       ScenarioParam("first_bucket", ParamKind::bytes, 1 * kMiB, "cap of DDP's first bucket", 0, kInf, true),
-      ScenarioParam("params", ParamKind::number, 0,
-                    "total parameter count, when the trace records no gradient sizes (e.g. 25.6e6 for ResNet-50)", 0,
-                    1e13, true)
-          .automatic("the gradient sizes the trace records (record_param_comms)"),
-      ScenarioParam("bytes_per_param", ParamKind::number, 4, "bytes per gradient element (4 = fp32, 2 = fp16)", 0, 64, true),
-      param_file,
   };
+  for (ScenarioParam& p : model_size_params()) params.push_back(std::move(p));
+  return params;
 }
 
 std::int64_t ranks_of(const ScenarioParams& params) { return params.integer("machines") * params.integer("gpus"); }

@@ -15,9 +15,11 @@
 
 namespace daydream::scenarios {
 
-/// machines, gpus, intra, inter, bandwidth, latency, bucket, first_bucket, params, bytes_per_param,
-/// param_file.
+/// machines, gpus, intra, inter, bandwidth, latency, bucket, first_bucket, then model_size_params().
 std::vector<ScenarioParam> data_parallel_params();
+/// params, bytes_per_param, param_file: the model's gradient bytes (given_total_bytes), for the
+/// all-reduces whose size the trace does not record (ddp, p3, faster_network's bandwidth).
+std::vector<ScenarioParam> model_size_params();
 
 /// n = machines * gpus.
 std::int64_t ranks_of(const ScenarioParams& params);

@@ -5,17 +5,21 @@
 //
 // faster_network: what if communication were faster? Every communication task (collectives:
 // NCCL kernels, or tasks a scenario inserted on a channel) takes duration / factor; or, with
-// `bandwidth` given, bytes / bandwidth for each one whose size the trace records (Task::bytes).
+// `bandwidth` given, bytes / bandwidth for each one of known size: its own (Task::bytes), else
+// the size ddp gives a traced all-reduce (its record_param_comms range's bytes, or the model's
+// gradient bytes from params / param_file spread over each iteration's all-reduces).
 // docs/scenarios/faster_gpu.md and faster_network.md.
 #include <fmt/format.h>
 
 #include <array>
+#include <map>
 #include <cmath>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "builtin.hpp"
+#include "data_parallel.hpp"
 #include "daydream/model.hpp"
 #include "daydream/error.hpp"
 #include "daydream/transform.hpp"
@@ -54,31 +58,46 @@ ScenarioOutcome apply_faster_gpu(Graph& graph, const ScenarioParams& params) {
   return outcome;
 }
 
-// bytes / bandwidth for every communication task with a known size; the others keep theirs.
-ScenarioOutcome apply_network_bandwidth(Graph& graph, double bytes_per_s) {
+/// Each communication task's size: its own (Task::bytes), else the size ddp gives a traced
+/// all-reduce (traced_allreduce_sizes). `from_trace` counts the second kind.
+std::map<TaskId, std::int64_t> communication_sizes(const Graph& graph, const TaskSet& comms, const ScenarioParams& params,
+                                                   std::size_t& from_trace) {
+  std::map<TaskId, std::int64_t> sizes;
+  for (TaskId t : comms)
+    if (graph.task(t).bytes != kNone && graph.task(t).bytes >= 0) sizes[t] = graph.task(t).bytes;
+  const TracedAllreduceSizes traced = traced_allreduce_sizes(graph, read_trace_collectives(graph), given_total_bytes(params));
+  from_trace = 0;
+  for (const auto& [task, bytes] : traced.bytes)
+    if (sizes.emplace(task, bytes).second) ++from_trace;
+  return sizes;
+}
+
+// bytes / bandwidth for every communication task of known size; the others keep theirs.
+ScenarioOutcome apply_network_bandwidth(Graph& graph, const ScenarioParams& params) {
+  const double bytes_per_s = params.number("bandwidth");
   auto comms = graph.select(TaskFilter().kind(TaskKind::communication));
-  std::size_t sized = 0;
-  for (TaskId t : comms) {
-    const std::int64_t bytes = graph.task(t).bytes;
-    if (bytes == kNone || bytes < 0) continue;
-    graph.set_duration(t, transfer_ns(static_cast<double>(bytes), bytes_per_s));
-    ++sized;
-  }
-  if (sized == 0)
-    throw Error(fmt::format("parameter 'bandwidth' needs communication tasks with a known size "
-                            "(bytes), and none of the trace's {} has one; use 'factor' instead",
+  if (comms.empty())
+    throw Error("parameter 'bandwidth' needs communication tasks, and the trace has none (no NCCL kernel, no inserted "
+                "collective)");
+  std::size_t from_trace = 0;
+  const auto sizes = communication_sizes(graph, comms, params, from_trace);
+  if (sizes.empty())
+    throw Error(fmt::format("parameter 'bandwidth' needs communication tasks of known size, and none of the trace's "
+                            "{} has one (no recorded bytes, no record_param_comms size); give params or param_file "
+                            "(the model's gradient size), or use 'factor' instead",
                             comms.size()));
+  for (const auto& [task, bytes] : sizes) graph.set_duration(task, transfer_ns(static_cast<double>(bytes), bytes_per_s));
   ScenarioOutcome outcome;
-  outcome.notes.push_back(fmt::format("{} communication tasks set to bytes / {:g} GB/s; {} without a recorded size kept "
-                                      "their duration",
-                                      sized, bytes_per_s / 1e9, comms.size() - sized));
+  outcome.notes.push_back(fmt::format("{} communication tasks set to bytes / {:g} GB/s ({} sized as ddp sizes the "
+                                      "trace's all-reduces); {} of unknown size kept their duration",
+                                      sizes.size(), bytes_per_s / 1e9, from_trace, comms.size() - sizes.size()));
   return outcome;
 }
 
 ScenarioOutcome apply_faster_network(Graph& graph, const ScenarioParams& params) {
   if (params.given("bandwidth") && params.given("factor"))
     throw Error("give either 'factor' or 'bandwidth', not both");
-  if (params.given("bandwidth")) return apply_network_bandwidth(graph, params.number("bandwidth"));
+  if (params.given("bandwidth")) return apply_network_bandwidth(graph, params);
   const double factor = params.number("factor");
   auto comms = graph.select(TaskFilter().kind(TaskKind::communication));
   ScenarioOutcome outcome;
@@ -102,11 +121,14 @@ Scenario faster_gpu() {
 
 Scenario faster_network() {
   auto bandwidth = ScenarioParam("bandwidth", ParamKind::bandwidth, 0,
-                                 "instead of factor: communication task = bytes / bandwidth (tasks with a known size)",
+                                 "instead of factor: communication task = bytes / bandwidth (tasks of known size)",
                                  0, std::numeric_limits<double>::infinity(), true)
                        .automatic("none: factor applies");
+  std::vector<ScenarioParam> params = {factor_param("speed-up of every communication task (duration / factor)"),
+                                       bandwidth};
+  for (ScenarioParam& p : model_size_params()) params.push_back(std::move(p));  // sizes for bandwidth, as ddp's
   return {"faster_network", "faster communication: collective durations divided by factor (or bytes / bandwidth)",
-          {factor_param("speed-up of every communication task (duration / factor)"), bandwidth}, apply_faster_network};
+          std::move(params), apply_faster_network};
 }
 
 }  // namespace daydream::scenarios

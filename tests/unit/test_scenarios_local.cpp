@@ -168,11 +168,18 @@ TEST_CASE("faster_network scales collectives by factor, or sets bytes / bandwidt
     CHECK(step_time(g) == 320 * us);
     CHECK_THAT(all_notes(out), Catch::Contains("1 communication tasks set to bytes / 12.5 GB/s"));
   }
+  SECTION("bandwidth with the model's size, as ddp sizes a traced all-reduce: 500k fp32 parameters = 2 MB = 160 us") {
+    Graph g = base;
+    const auto out = apply(g, "faster_network:bandwidth=100Gbps,params=500e3");
+    CHECK(g.task(allreduce).duration_ns == 160 * us);
+    CHECK(step_time(g) == 320 * us);
+    CHECK_THAT(all_notes(out), Catch::Contains("1 communication tasks set to bytes / 12.5 GB/s (1 sized as ddp sizes"));
+  }
   SECTION("bandwidth without sizes, or with factor, is refused") {
     Graph g = base;
     CHECK_THROWS_WITH(apply(g, "faster_network:bandwidth=10Gbps"),
-                      Catch::Contains("parameter 'bandwidth' needs communication tasks with a known size") &&
-                          Catch::Contains("use 'factor' instead"));
+                      Catch::Contains("parameter 'bandwidth' needs communication tasks of known size") &&
+                          Catch::Contains("give params or param_file") && Catch::Contains("use 'factor' instead"));
     CHECK_THROWS_WITH(apply(g, "faster_network:factor=2,bandwidth=10Gbps"),
                       Catch::Contains("give either 'factor' or 'bandwidth', not both"));
     CHECK(g.task(allreduce).duration_ns == 40 * us);
@@ -182,6 +189,7 @@ TEST_CASE("faster_network scales collectives by factor, or sets bytes / bandwidt
     const auto out = apply(g, "faster_network:factor=3");
     CHECK(step_time(g) == 200 * us);
     CHECK_THAT(all_notes(out), Catch::Contains("no communication tasks"));
+    CHECK_THROWS_WITH(apply(g, "faster_network:bandwidth=10Gbps,params=1e6"), Catch::Contains("the trace has none"));
   }
 }
 
@@ -548,8 +556,12 @@ TEST_CASE("faster_network on real traces: factor 1 is the baseline, faster never
     CHECK(same_as_baseline(none));
     const auto faster = check_steps(predictor, "faster_network:factor=10", no_slower(none));
     CHECK_THAT(all_notes(faster.notes), Catch::Contains("communication tasks scaled by 1/10"));
-    CHECK_THROWS_WITH(predictor.predict(parse_scenario_spec("faster_network:bandwidth=100Gbps")),
-                      Catch::Contains("use 'factor' instead"));
+    // bandwidth sizes the all-reduces ddp sizes (their record_param_comms ranges): 15 of 21 on
+    // ddp-convnet, 3 of 8 collectives on dlrm; Kineto records no size on the kernels themselves.
+    const Prediction sized = predictor.predict(parse_scenario_spec("faster_network:bandwidth=100Gbps"));
+    CHECK_THAT(all_notes(sized.notes),
+               Catch::Contains(std::string(relative) == "ddp-convnet-a100-nccl" ? "15 communication tasks set to bytes"
+                                                                                 : "3 communication tasks set to bytes"));
   }
   const Prediction dlrm = predictor_of("dlrm-v100-8ranks/kineto").predict(parse_scenario_spec("faster_network"));
   CHECK(dlrm.speedup() > 1.1);  // 14.425 -> 12.840 ms
