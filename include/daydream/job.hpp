@@ -61,6 +61,9 @@ struct JobLayout {
   std::vector<std::int64_t> missing_ranks;  ///< ranks below world_size that no trace holds
   /// Collectives some participants never reached (or other oddities): left as measured tasks.
   std::vector<std::string> warnings;
+  /// JSON files a directory listing brought in that are no Chrome trace (no traceEvents: PyTorch
+  /// execution traces, configs), left out of the job; each also has a line in warnings.
+  std::vector<std::string> skipped_files;
   bool partial() const { return !missing_ranks.empty(); }
 };
 
@@ -69,6 +72,9 @@ struct JobOptions {
   GraphOptions graph;
   /// Worker threads for loading and building the rank graphs (0: all hardware threads).
   unsigned threads = 0;
+  /// When set, receives the JSON files a directory listing brought in that are no Chrome trace
+  /// (skipped), for a note to the user.
+  std::vector<std::string>* skipped = nullptr;
 };
 
 /// The trace files among `inputs`: each directory is replaced by the traces directly inside it
@@ -76,8 +82,11 @@ struct JobOptions {
 /// directory without traces.
 std::vector<std::filesystem::path> expand_trace_inputs(const std::vector<std::filesystem::path>& inputs);
 
-/// Loads every rank's trace and merges them (merge_ranks). Throws Error naming the files for
-/// duplicate ranks, mismatched world sizes or a trace without `distributedInfo.rank`.
+/// Loads every rank's trace and merges them (merge_ranks). A JSON file a directory listing
+/// brings in that is no Chrome trace (no traceEvents) is skipped (JobLayout::skipped_files,
+/// JobOptions::skipped); one named as a file is an error. When one trace is left and it is no
+/// rank of a job (no distributedInfo.rank), its own graph is returned (Graph::job() null). Throws Error naming the files for duplicate ranks, mismatched
+/// world sizes, a trace without `distributedInfo.rank`, or a directory with no Chrome trace.
 Graph load_job(const std::vector<std::filesystem::path>& inputs, const JobOptions& options = {});
 
 /// Merges the graphs of the ranks of one job (each built from one trace, with Graph::rank and

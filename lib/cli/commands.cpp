@@ -1,6 +1,8 @@
 #include "cli/commands.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <filesystem>
@@ -270,9 +272,27 @@ GraphOptions CommonOptions::graph_options() const {
   return graph;
 }
 
+const std::string& CommonOptions::trace_file(std::string_view command) const {
+  std::error_code ec;
+  if (std::filesystem::is_directory(trace(), ec))
+    throw Error(fmt::format("{}: a directory; {} reads one trace file: give one of its traces, or use replay, "
+                            "bottleneck, predict or sweep, which take a directory of a job's rank traces whole",
+                            trace(), command));
+  return trace();
+}
+
+Graph load_job_input(const CommonOptions& options) {
+  std::vector<std::string> skipped;
+  Graph job = load_job({options.traces.begin(), options.traces.end()}, {options.graph_options(), 0, &skipped});
+  if (!skipped.empty())
+    spdlog::warn("skipped {} JSON files that are no Chrome trace (no traceEvents: execution traces, configs): {}",
+                 skipped.size(), fmt::join(skipped, ", "));
+  return job;
+}
+
 Graph load_graph(const CommonOptions& options, const std::string& layer_file) {
   const auto& traces = options.traces;
-  Graph graph = is_job_input(traces) ? load_job({traces.begin(), traces.end()}, {options.graph_options(), 0})
+  Graph graph = is_job_input(traces) ? load_job_input(options)
                                      : build_graph(load_trace(traces.front()), options.graph_options());
   if (!layer_file.empty()) apply_layer_file(graph, layer_file);
   return graph;
@@ -324,7 +344,7 @@ int run_scenarios(bool json) {
 }
 
 int run_layers(const LayerOptions& options) {
-  Graph graph = build_graph(load_trace(options.common.trace()), options.common.graph_options());
+  Graph graph = build_graph(load_trace(options.common.trace_file("layers")), options.common.graph_options());
   if (!options.layer_file.empty()) apply_layer_file(graph, options.layer_file);
   const LayerReport report = make_layer_report(graph, options.depth);
   if (options.common.json) std::cout << to_json(report);
@@ -332,8 +352,11 @@ int run_layers(const LayerOptions& options) {
   return 0;
 }
 
+int print_replay(const Predictor& replay, const CommonOptions& options);
+
 int run_job_replay(const CommonOptions& options) {
-  const Predictor job(load_job({options.traces.begin(), options.traces.end()}, {options.graph_options(), 0}));
+  const Predictor job(load_job_input(options));
+  if (!job.base().job()) return print_replay(job, options);  // one trace left in the directory
   const JobReport report = make_job_report(job.base(), job.baseline());
   if (options.json) {
     std::cout << to_json(report);
@@ -348,7 +371,10 @@ int run_job_replay(const CommonOptions& options) {
 
 int run_replay(const CommonOptions& options) {
   if (is_job_input(options.traces)) return run_job_replay(options);
-  const Predictor replay(build_graph(load_trace(options.trace()), options.graph_options()));
+  return print_replay(Predictor(build_graph(load_trace(options.trace()), options.graph_options())), options);
+}
+
+int print_replay(const Predictor& replay, const CommonOptions& options) {
   const ReplayReport report = make_replay_report(replay.base(), replay.baseline());
   if (options.json) {
     std::cout << to_json(report);
@@ -360,7 +386,7 @@ int run_replay(const CommonOptions& options) {
 }
 
 int run_stats(const CommonOptions& options) {
-  const Trace trace = load_trace(options.trace());
+  const Trace trace = load_trace(options.trace_file("stats"));
   const GraphStats stats = make_stats(trace, build_graph(trace, options.graph_options()));
   if (options.json) std::cout << to_json(stats);
   else print_stats_table(stats);

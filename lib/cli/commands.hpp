@@ -18,6 +18,9 @@ struct CommonOptions {
   bool json = false;
   std::string iterations;  ///< --iterations REGEX: which ranges are the iterations (empty: defaults)
   const std::string& trace() const { return traces.front(); }
+  /// The one trace file of a command that reads one (stats, layers, roofline, gpus); throws Error
+  /// saying which commands take a directory when it is one.
+  const std::string& trace_file(std::string_view command) const;
   /// The traces as one label ("a.json,b.json") for reports.
   std::string label() const;
   GraphOptions graph_options() const;
@@ -103,6 +106,9 @@ int run_validate(const ValidateOptions& options);
 /// Loads and builds the trace's graph (a job graph for several traces or a directory), then
 /// applies the layer file if one is given.
 Graph load_graph(const CommonOptions& options, const std::string& layer_file);
+/// load_job on the inputs, with a warning on stderr naming the files a directory listing brought
+/// in that are no Chrome trace (skipped).
+Graph load_job_input(const CommonOptions& options);
 /// Whether the inputs name a multi-rank job (several files, or a directory).
 bool is_job_input(const std::vector<std::string>& traces);
 /// Checks a spec against its scenario (name, parameters, ranges) before any trace is loaded;

@@ -1,14 +1,24 @@
 // daydream: what-if analysis of DNN training performance from one trace.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "daydream/error.hpp"
 
 namespace {
+
+/// Every input format, as each command's --help names it (README.md, "Inputs").
+constexpr const char* kTraceFormats =
+    "PyTorch profiler (Kineto) or daydream collector Chrome-trace JSON (.json, .json.gz), or an Nsight Systems SQLite "
+    "export (.sqlite, gzip allowed)";
 
 constexpr const char* kIterationsHelp =
     "Regular expression (ECMAScript) naming the CPU ranges that are iterations, measured start to start (default: "
@@ -19,7 +29,7 @@ void add_iterations_option(CLI::App& command, daydream::cli::CommonOptions& opti
 }
 
 void add_trace_options(CLI::App& command, daydream::cli::CommonOptions& options) {
-  command.add_option("TRACE", options.traces, "Trace file: Kineto JSON (.json or .json.gz) or Nsight Systems SQLite")
+  command.add_option("TRACE", options.traces, std::string("Trace file: ") + kTraceFormats)
       ->required()->expected(1);
   command.add_flag("--json", options.json, "Print one JSON object instead of a table");
   add_iterations_option(command, options);
@@ -28,7 +38,8 @@ void add_trace_options(CLI::App& command, daydream::cli::CommonOptions& options)
 /// replay, predict and sweep also take every rank of a multi-rank job.
 void add_job_trace_options(CLI::App& command, daydream::cli::CommonOptions& options) {
   command.add_option("TRACE", options.traces,
-                     "Trace file (Kineto JSON, .json or .json.gz); or the traces of every rank of one job, as files "
+                     std::string("Trace file: ") + kTraceFormats +
+                         "; or the Chrome traces of every rank of one job, as files "
                      "or a directory")
       ->required()->expected(1, -1);
   command.add_flag("--json", options.json, "Print one JSON object instead of a table");
@@ -93,7 +104,7 @@ CLI::App* add_validate_command(CLI::App& app, daydream::cli::ValidateOptions& op
                                                   "measured iterations: per iteration, median, mean and their errors");
   validate->add_option("BEFORE", options.before, "Trace the prediction starts from (any format predict reads)")
       ->required();
-  validate->add_option("AFTER", options.after, "Trace of the run with the change made, measured")->required();
+  validate->add_option("AFTER", options.after, std::string("Trace of the run with the change made, measured: ") + kTraceFormats)->required();
   validate->add_option("--scenario", options.scenario,
                        "Scenario: name or name:key=value,... (`daydream scenarios` lists them)")->required();
   validate->add_flag("--json", options.json, "Print one JSON object instead of a table");
@@ -112,6 +123,38 @@ CLI::App* add_roofline_command(CLI::App& app, daydream::cli::RooflineOptions& op
   roofline->add_option("--devices", options.devices_file, "JSON file of more GPUs (see docs/gpu_model.md)");
   roofline->add_option("--layers", options.layer_file, "JSON layer file to apply first (see docs/formats.md)");
   return roofline;
+}
+
+/// Levenshtein distance, for suggesting a command.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// `daydream rplay ...`: the message for a first argument that is no command, naming the closest
+/// command when one is within 2 edits; nullopt when the first argument is an option or a command.
+std::optional<std::string> unknown_command(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return std::nullopt;
+  const std::string_view given = argv[1];
+  std::string closest;
+  std::size_t best = 3;  // suggest within 2 edits only
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (command->get_name() == given) return std::nullopt;
+    const std::size_t distance = edit_distance(given, command->get_name());
+    if (distance < best) best = distance, closest = command->get_name();
+  }
+  return fmt::format("unknown command '{}'{}; `daydream --help` lists the commands", given,
+                     closest.empty() ? "" : fmt::format(" (did you mean '{}'?)", closest));
 }
 
 }  // namespace
@@ -151,11 +194,15 @@ int main(int argc, char** argv) {
   daydream::cli::GpusOptions gpus_options;
   auto* gpus = app.add_subcommand("gpus", "List the GPU catalogue of the GPU model (peak throughput per precision, "
                                           "memory bandwidth, sources), or name the GPU a trace ran on");
-  gpus->add_option("TRACE", gpus_options.trace, "Trace whose GPU to identify (Kineto JSON or Nsight Systems SQLite)");
+  gpus->add_option("TRACE", gpus_options.trace, std::string("Trace whose GPU to identify: ") + kTraceFormats);
   gpus->add_option("--devices", gpus_options.devices_file, "JSON file of more GPUs (see docs/gpu_model.md)");
   gpus->add_flag("--json", gpus_options.json, "Print one JSON object (the fields of a devices file) instead of a table");
   daydream::cli::RooflineOptions roofline_options;
   auto* roofline = add_roofline_command(app, roofline_options);
+  if (const auto message = unknown_command(app, argc, argv)) {
+    fmt::print(stderr, "error: {}\n", *message);
+    return 1;
+  }
   CLI11_PARSE(app, argc, argv);
   // Messages go to stderr, so that stdout holds only the requested output (JSON, CSV, tables).
   spdlog::set_default_logger(spdlog::stderr_logger_st("daydream"));

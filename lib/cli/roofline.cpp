@@ -140,7 +140,7 @@ void write_json(const RooflineReport& r) {
 int run_roofline(const RooflineOptions& options) {
   const DeviceCatalog catalog = DeviceCatalog::with_file(options.devices_file);
   if (!options.device.empty()) catalog.at(options.device);  // an unknown name fails before the trace is read
-  Graph graph = build_graph(load_trace(options.common.trace()), options.common.graph_options());
+  Graph graph = build_graph(load_trace(options.common.trace_file("roofline")), options.common.graph_options());
   if (!options.layer_file.empty()) apply_layer_file(graph, options.layer_file);
   const RooflineReport report = make_roofline(graph, roofline_device(catalog, graph, options.device));
   if (options.common.json) {

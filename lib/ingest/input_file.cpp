@@ -14,6 +14,8 @@ namespace {
 
 std::string read_raw(const std::filesystem::path& path) {
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(path.string(), Error::kNoEvent, "", "a directory, not a trace file (give one of its traces)");
   if (!std::filesystem::is_regular_file(path, ec)) throw Error(path.string(), Error::kNoEvent, "", "no such file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path.string(), Error::kNoEvent, "", "cannot open file");

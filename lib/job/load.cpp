@@ -1,6 +1,7 @@
 // load_job(): the trace files of a job (directories expanded), each loaded and built on a pool
 // of threads, then merged; plus the shared helpers of job graphs (traffic, iteration groups).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <exception>
@@ -32,44 +33,82 @@ std::vector<std::filesystem::path> traces_in(const std::filesystem::path& direct
   return found;
 }
 
+/// A file the loader met that is JSON but no Chrome trace (no traceEvents: a PyTorch execution
+/// trace, a config): skipped when a directory listing brought it in.
+bool not_a_chrome_trace(const Error& e) { return e.field() == "traceEvents"; }
+
 /// Builds every file's graph on `threads` threads; rethrows the first error by file order, so
-/// the message does not depend on scheduling.
-std::vector<Graph> build_all(const std::vector<std::filesystem::path>& files, const JobOptions& options) {
+/// the message does not depend on scheduling. Files `listed` from a directory that are no Chrome
+/// trace are left out (their graph stays empty) and named in `skipped`.
+std::vector<Graph> build_all(const std::vector<std::filesystem::path>& files, const std::vector<bool>& listed,
+                             const JobOptions& options, std::vector<std::string>& skipped) {
   std::vector<Graph> graphs(files.size());
   std::vector<std::exception_ptr> errors(files.size());
+  std::vector<bool> skip(files.size(), false);
   parallel::for_each_index(files.size(), options.threads, [&](std::size_t i) {
     try {
       graphs[i] = build_graph(load_trace(files[i]), options.graph);
+    } catch (const Error& e) {
+      if (listed[i] && not_a_chrome_trace(e)) skip[i] = true;
+      else errors[i] = std::current_exception();
     } catch (...) {
       errors[i] = std::current_exception();
     }
   });
   for (const auto& error : errors)
     if (error) std::rethrow_exception(error);
+  for (std::size_t i = 0; i < files.size(); ++i)
+    if (skip[i]) skipped.push_back(files[i].string());
   return graphs;
 }
 
 }  // namespace
 
-std::vector<std::filesystem::path> expand_trace_inputs(const std::vector<std::filesystem::path>& inputs) {
+/// The files of `inputs` (directories listed), and whether each came from a directory listing.
+std::pair<std::vector<std::filesystem::path>, std::vector<bool>> expand_listed(
+    const std::vector<std::filesystem::path>& inputs) {
   std::vector<std::filesystem::path> files;
+  std::vector<bool> listed;
   for (const auto& input : inputs) {
     if (!std::filesystem::exists(input)) throw Error(input.string(), Error::kNoEvent, "", "no such file or directory");
     if (!std::filesystem::is_directory(input)) {
-      files.push_back(input);
+      files.push_back(input), listed.push_back(false);
       continue;
     }
-    for (auto& file : traces_in(input)) files.push_back(std::move(file));
+    for (auto& file : traces_in(input)) files.push_back(std::move(file)), listed.push_back(true);
   }
-  return files;
+  return {std::move(files), std::move(listed)};
+}
+
+std::vector<std::filesystem::path> expand_trace_inputs(const std::vector<std::filesystem::path>& inputs) {
+  return expand_listed(inputs).first;
 }
 
 Graph load_job(const std::vector<std::filesystem::path>& inputs, const JobOptions& options) {
-  const std::vector<std::filesystem::path> files = expand_trace_inputs(inputs);
-  const std::vector<Graph> graphs = build_all(files, options);
+  const auto [files, listed] = expand_listed(inputs);
+  std::vector<std::string> skipped;
+  std::vector<Graph> graphs = build_all(files, listed, options, skipped);
+  if (options.skipped) *options.skipped = skipped;
   std::vector<const Graph*> ranks;
-  for (const Graph& g : graphs) ranks.push_back(&g);
-  return merge_ranks(ranks);
+  for (std::size_t i = 0; i < graphs.size(); ++i)
+    if (std::find(skipped.begin(), skipped.end(), files[i].string()) == skipped.end()) ranks.push_back(&graphs[i]);
+  if (ranks.empty()) {
+    std::vector<std::string> named;
+    for (const auto& input : inputs) named.push_back(input.string());
+    throw Error(fmt::format("no Chrome trace in {}: no JSON file listed has traceEvents ({})", fmt::join(named, ", "),
+                            fmt::join(skipped, ", ")));
+  }
+  if (ranks.size() == 1 && !skipped.empty() && ranks.front()->rank == kNone)
+    return std::move(graphs[static_cast<std::size_t>(ranks.front() - graphs.data())]);  // one trace, no job
+  Graph job = merge_ranks(ranks);
+  if (skipped.empty()) return job;
+  JobLayout layout = job.job() ? *job.job() : JobLayout{};
+  layout.skipped_files = skipped;
+  layout.warnings.push_back(fmt::format("skipped {} JSON files of the directory that are no Chrome trace (no "
+                                        "traceEvents: execution traces, configs): {}",
+                                        skipped.size(), fmt::join(skipped, ", ")));
+  job.set_job(std::move(layout));
+  return job;
 }
 
 }  // namespace daydream

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
@@ -208,6 +210,29 @@ TEST_CASE("bad jobs: duplicate ranks, world sizes, missing ranks, unmatched coll
 
 TEST_CASE("load_job expands directories and reports missing paths", "[job][bad-input]") {
   CHECK_THROWS_WITH(load_job({"/nonexistent/ranks"}), Catch::Contains("/nonexistent/ranks") && Catch::Contains("no such file"));
+}
+
+TEST_CASE("load_job skips the JSON files of a directory that are no Chrome trace, with a note", "[job][bad-input]") {
+  const auto dir = std::filesystem::temp_directory_path() / "daydream_test_job_with_et";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (int rank : {0, 1}) std::ofstream(dir / fmt::format("rank{}.json", rank)) << rank_trace(rank, 2, 1000.0 * rank, 10);
+  const std::string execution_trace = R"({"schema": "1.0.1", "pid": 7, "nodes": []})";
+  std::ofstream(dir / "rank0_et.json") << execution_trace;
+  std::vector<std::string> skipped;
+  JobOptions options;
+  options.skipped = &skipped;
+  const Graph job = load_job({dir}, options);
+  REQUIRE(job.job() != nullptr);
+  CHECK(job.job()->ranks.size() == 2);
+  CHECK(skipped == std::vector<std::string>{(dir / "rank0_et.json").string()});
+  CHECK(job.job()->skipped_files == skipped);
+  CHECK_THAT(job.job()->warnings.back(), Catch::Contains("skipped 1 JSON files") && Catch::Contains("rank0_et.json"));
+  // Named as a file, it is an error; a directory of nothing but such files too.
+  CHECK_THROWS_WITH(load_job({dir / "rank0.json", dir / "rank0_et.json"}), Catch::Contains("traceEvents"));
+  for (int rank : {0, 1}) std::filesystem::remove(dir / fmt::format("rank{}.json", rank));
+  CHECK_THROWS_WITH(load_job({dir}), Catch::Contains("no Chrome trace in") && Catch::Contains("rank0_et.json"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("real DLRM job: 8 ranks, each step and the job's within 2%", "[job][real]") {
