@@ -73,7 +73,7 @@ std::pair<double, std::string> number_and_unit(std::string_view text) {
 double unit_factor(ParamKind kind, const std::string& unit) {
   struct Unit { const char* name; double factor; };
   static constexpr Unit bandwidth[] = {{"", 1e9 / 8}, {"gbps", 1e9 / 8}, {"gbit/s", 1e9 / 8}, {"mbps", 1e6 / 8},
-                                       {"tbps", 1e12 / 8}, {"gb/s", 1e9}, {"mb/s", 1e6}, {"gib/s", 1073741824.0},
+                                       {"kbps", 1e3 / 8}, {"tbps", 1e12 / 8}, {"gb/s", 1e9}, {"mb/s", 1e6}, {"gib/s", 1073741824.0},
                                        {"b/s", 1}};
   static constexpr Unit bytes[] = {{"", 1}, {"b", 1}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9},
                                    {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0}};
@@ -94,7 +94,7 @@ double unit_factor(ParamKind kind, const std::string& unit) {
 
 std::string unit_help(ParamKind kind) {
   switch (kind) {
-    case ParamKind::bandwidth: return "e.g. 10Gbps, 100Mbps, 12GB/s (a bare number is Gbps)";
+    case ParamKind::bandwidth: return "e.g. 10Gbps, 100Mbps, 12GB/s, 12.5e9B/s (a bare number is Gbps)";
     case ParamKind::bytes: return "e.g. 25MB, 4MiB, 512KB (a bare number is bytes)";
     case ParamKind::duration: return "e.g. 5us, 1.5ms, 200ns (a bare number is us)";
     case ParamKind::integer: return "a whole number";
@@ -103,12 +103,30 @@ std::string unit_help(ParamKind kind) {
   }
 }
 
+/// `value` in the largest of `units` (name, size; largest first) it reaches, "{:g}" and the name
+/// with no space, as specs write values (so a listed default can be pasted back).
+template <std::size_t N>
+std::string in_unit(double value, const std::pair<const char*, double> (&units)[N]) {
+  for (const auto& [name, size] : units)
+    if (std::abs(value) >= size || size == units[N - 1].second) return fmt::format("{:g}{}", value / size, name);
+  return fmt::format("{:g}", value);
+}
+
+/// A value in human units: bandwidths in bits per second, sizes in binary units where they are
+/// whole ones (25MiB) else decimal ones, durations from ns to s.
 std::string show(const ScenarioParam& p, double value) {
+  static constexpr std::pair<const char*, double> bits[] = {
+      {"Tbps", 1e12 / 8}, {"Gbps", 1e9 / 8}, {"Mbps", 1e6 / 8}, {"kbps", 1e3 / 8}};
+  static constexpr std::pair<const char*, double> binary[] = {
+      {"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0}, {"B", 1}};
+  static constexpr std::pair<const char*, double> decimal[] = {{"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}};
+  static constexpr std::pair<const char*, double> times[] = {{"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}};
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   switch (p.kind) {
-    case ParamKind::bandwidth: return fmt::format("{:g}Gbps", value * 8 / 1e9);
-    case ParamKind::bytes: return fmt::format("{:g}MB", value / 1e6);
-    case ParamKind::duration: return fmt::format("{:g}us", value / 1e3);
+    case ParamKind::bandwidth: return value == 0 ? "0Gbps" : in_unit(value, bits);
+    case ParamKind::bytes:
+      return value >= 1024 && std::fmod(value, 1024.0) == 0 ? in_unit(value, binary) : in_unit(value, decimal);
+    case ParamKind::duration: return in_unit(value, times);
     default: return fmt::format("{:g}", value);
   }
 }

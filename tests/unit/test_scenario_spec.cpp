@@ -157,5 +157,28 @@ TEST_CASE("a scenario's error comes out prefixed with its name", "[scenario][spe
   CHECK_THROWS_WITH(apply_scenario(g, parse_scenario_spec("test_probe")), Catch::StartsWith("unknown scenario"));
 }
 
+TEST_CASE("scenario help shows values in human units that parse back to the same value", "[scenario]") {
+  const ScenarioRegistry registry = builtin_scenarios();
+  std::size_t checked = 0;
+  for (const auto& [name, scenario] : registry) {
+    const std::string help = describe_scenario(scenario);
+    for (const ScenarioParam& p : scenario.params) {
+      if (p.kind != ParamKind::bandwidth && p.kind != ParamKind::bytes && p.kind != ParamKind::duration) continue;
+      if (!p.automatic_means.empty() || !std::isfinite(p.default_value)) continue;
+      const std::string marker = "  " + p.name + " (";
+      const auto at = help.find(marker);
+      REQUIRE(at != std::string::npos);
+      const auto from = help.find("default ", at) + 8, to = help.find(')', from);
+      const std::string shown = help.substr(from, to - from);
+      INFO(name << "." << p.name << " default shown as " << shown);
+      CHECK(shown.find('e') == std::string::npos);  // no 26.2144MB, no 1e+06us: a unit it fits
+      const ScenarioParams parsed = resolve_params(scenario, parse_scenario_spec(name + ":" + p.name + "=" + shown));
+      CHECK(parsed.number(p.name) == Approx(p.default_value).epsilon(1e-5));
+      ++checked;
+    }
+  }
+  CHECK(checked >= 7);  // buckets, slices, delays, ...
+}
+
 }  // namespace
 }  // namespace daydream
