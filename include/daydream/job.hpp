@@ -84,8 +84,9 @@ std::vector<std::filesystem::path> expand_trace_inputs(const std::vector<std::fi
 
 /// Loads every rank's trace and merges them (merge_ranks). A JSON file a directory listing
 /// brings in that is no Chrome trace (no traceEvents) is skipped (JobLayout::skipped_files,
-/// JobOptions::skipped); one named as a file is an error. When one trace is left and it is no
-/// rank of a job (no distributedInfo.rank), its own graph is returned (Graph::job() null). Throws Error naming the files for duplicate ranks, mismatched
+/// JobOptions::skipped); one named as a file is an error. When there is one trace (a directory
+/// holding one) and it is no rank of a job (no distributedInfo.rank), its own graph is returned
+/// (Graph::job() null). Throws Error naming the files for duplicate ranks, mismatched
 /// world sizes, a trace without `distributedInfo.rank`, or a directory with no Chrome trace.
 Graph load_job(const std::vector<std::filesystem::path>& inputs, const JobOptions& options = {});
 

@@ -98,7 +98,7 @@ Graph load_job(const std::vector<std::filesystem::path>& inputs, const JobOption
     throw Error(fmt::format("no Chrome trace in {}: no JSON file listed has traceEvents ({})", fmt::join(named, ", "),
                             fmt::join(skipped, ", ")));
   }
-  if (ranks.size() == 1 && !skipped.empty() && ranks.front()->rank == kNone)
+  if (ranks.size() == 1 && ranks.front()->rank == kNone)
     return std::move(graphs[static_cast<std::size_t>(ranks.front() - graphs.data())]);  // one trace, no job
   Graph job = merge_ranks(ranks);
   if (skipped.empty()) return job;
