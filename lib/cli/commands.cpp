@@ -352,7 +352,21 @@ int run_layers(const LayerOptions& options) {
   return 0;
 }
 
-int print_replay(const Predictor& replay, const CommonOptions& options);
+namespace {
+
+/// The replay report of one trace's graph; the table ends with `daydream bottleneck`'s summary.
+int print_replay(const Predictor& replay, const CommonOptions& options) {
+  const ReplayReport report = make_replay_report(replay.base(), replay.baseline());
+  if (options.json) {
+    std::cout << to_json(report);
+    return 0;
+  }
+  print_replay_table(report);
+  fmt::print("\n{}\n", find_bottleneck(replay).summary);
+  return 0;
+}
+
+}  // namespace
 
 int run_job_replay(const CommonOptions& options) {
   const Predictor job(load_job_input(options));
@@ -372,17 +386,6 @@ int run_job_replay(const CommonOptions& options) {
 int run_replay(const CommonOptions& options) {
   if (is_job_input(options.traces)) return run_job_replay(options);
   return print_replay(Predictor(build_graph(load_trace(options.trace()), options.graph_options())), options);
-}
-
-int print_replay(const Predictor& replay, const CommonOptions& options) {
-  const ReplayReport report = make_replay_report(replay.base(), replay.baseline());
-  if (options.json) {
-    std::cout << to_json(report);
-    return 0;
-  }
-  print_replay_table(report);
-  fmt::print("\n{}\n", find_bottleneck(replay).summary);  // as `daydream bottleneck` ends
-  return 0;
 }
 
 int run_stats(const CommonOptions& options) {

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <set>
 
@@ -125,19 +124,22 @@ std::string cost_csv_fields(const std::optional<RunCost>& cost) {
 }
 
 void write_cost_json(JsonWriter& w, const std::optional<RunCost>& cost) {
-  constexpr double none = std::numeric_limits<double>::quiet_NaN();  // written as null
   if (!cost) {
-    w.ratio(none);
+    w.null();
     return;
   }
   const RunCost& c = *cost;
+  const auto number_or_null = [&w](const char* key, bool known, double value) {
+    if (known) w.key(key).ratio(value);
+    else w.key(key).null();
+  };
   w.begin_object().key("gpu").value(c.gpu).key("gpus").value(c.gpus);
-  w.key("iterations_per_s").ratio(c.iterations_per_s).key("samples_per_s").ratio(c.samples_per_s > 0 ? c.samples_per_s : none);
-  w.key("usd_per_gpu_hour").ratio(c.price ? c.price->usd_per_gpu_hour : none);
-  w.key("usd_per_1k_iterations").ratio(c.price ? c.usd_per_1k_iterations : none);
-  w.key("price_source");
-  if (c.price) w.value(c.price->source);
-  else w.ratio(none);
+  w.key("iterations_per_s").ratio(c.iterations_per_s);
+  number_or_null("samples_per_s", c.samples_per_s > 0, c.samples_per_s);
+  number_or_null("usd_per_gpu_hour", c.price.has_value(), c.price ? c.price->usd_per_gpu_hour : 0);
+  number_or_null("usd_per_1k_iterations", c.price.has_value(), c.usd_per_1k_iterations);
+  if (c.price) w.key("price_source").value(c.price->source);
+  else w.key("price_source").null();
   w.end_object();
 }
 

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <limits>
 
 #include "cli/commands.hpp"
 #include "cli/sweep_cost.hpp"
@@ -131,9 +130,6 @@ void print_csv(const Prediction& baseline, const std::vector<SweepRow>& rows, co
   }
 }
 
-/// JsonWriter has no null; it writes a non-finite ratio as null.
-JsonWriter& null_value(JsonWriter& w) { return w.ratio(std::numeric_limits<double>::quiet_NaN()); }
-
 /// With costs, "baseline_cost" and each row's "cost" (sweep_cost.hpp) join the fields.
 std::string sweep_json(const std::string& trace, const Prediction& baseline, const std::vector<SweepRow>& rows,
                        const SweepCosts* costs) {
@@ -153,10 +149,9 @@ std::string sweep_json(const std::string& trace, const Prediction& baseline, con
       const Prediction& p = *row.prediction;
       w.key("predicted_ms").milliseconds(p.predicted_median_ns).key("speedup").ratio(p.speedup());
       w.key("dominant").value(to_string(p.critical_path.dominant()));
-      w.key("dominant_share").ratio(dominant_share(p.critical_path)).key("error");
-      null_value(w);
+      w.key("dominant_share").ratio(dominant_share(p.critical_path)).key("error").null();
     } else {
-      for (const char* key : {"predicted_ms", "speedup", "dominant", "dominant_share"}) null_value(w.key(key));
+      for (const char* key : {"predicted_ms", "speedup", "dominant", "dominant_share"}) w.key(key).null();
       w.key("error").value(row.error);
     }
     if (costs) write_cost_json(w.key("cost"), costs->rows[i]);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <exception>
 #include <map>
+#include <optional>
 
 #include "common/parallel.hpp"
 #include "daydream/error.hpp"
@@ -38,31 +39,25 @@ std::vector<std::filesystem::path> traces_in(const std::filesystem::path& direct
 bool not_a_chrome_trace(const Error& e) { return e.field() == "traceEvents"; }
 
 /// Builds every file's graph on `threads` threads; rethrows the first error by file order, so
-/// the message does not depend on scheduling. Files `listed` from a directory that are no Chrome
-/// trace are left out (their graph stays empty) and named in `skipped`.
-std::vector<Graph> build_all(const std::vector<std::filesystem::path>& files, const std::vector<bool>& listed,
-                             const JobOptions& options, std::vector<std::string>& skipped) {
-  std::vector<Graph> graphs(files.size());
+/// the message does not depend on scheduling. A file `listed` from a directory that is no Chrome
+/// trace gets no graph (nullopt).
+std::vector<std::optional<Graph>> build_all(const std::vector<std::filesystem::path>& files,
+                                            const std::vector<bool>& listed, const JobOptions& options) {
+  std::vector<std::optional<Graph>> graphs(files.size());
   std::vector<std::exception_ptr> errors(files.size());
-  std::vector<bool> skip(files.size(), false);
   parallel::for_each_index(files.size(), options.threads, [&](std::size_t i) {
     try {
       graphs[i] = build_graph(load_trace(files[i]), options.graph);
     } catch (const Error& e) {
-      if (listed[i] && not_a_chrome_trace(e)) skip[i] = true;
-      else errors[i] = std::current_exception();
+      if (!listed[i] || !not_a_chrome_trace(e)) errors[i] = std::current_exception();
     } catch (...) {
       errors[i] = std::current_exception();
     }
   });
   for (const auto& error : errors)
     if (error) std::rethrow_exception(error);
-  for (std::size_t i = 0; i < files.size(); ++i)
-    if (skip[i]) skipped.push_back(files[i].string());
   return graphs;
 }
-
-}  // namespace
 
 /// The files of `inputs` (directories listed), and whether each came from a directory listing.
 std::pair<std::vector<std::filesystem::path>, std::vector<bool>> expand_listed(
@@ -80,26 +75,29 @@ std::pair<std::vector<std::filesystem::path>, std::vector<bool>> expand_listed(
   return {std::move(files), std::move(listed)};
 }
 
+}  // namespace
+
 std::vector<std::filesystem::path> expand_trace_inputs(const std::vector<std::filesystem::path>& inputs) {
   return expand_listed(inputs).first;
 }
 
 Graph load_job(const std::vector<std::filesystem::path>& inputs, const JobOptions& options) {
   const auto [files, listed] = expand_listed(inputs);
+  std::vector<std::optional<Graph>> graphs = build_all(files, listed, options);
+  std::vector<std::size_t> traces;  // the files that are Chrome traces
   std::vector<std::string> skipped;
-  std::vector<Graph> graphs = build_all(files, listed, options, skipped);
+  for (std::size_t i = 0; i < files.size(); ++i)
+    graphs[i] ? traces.push_back(i) : skipped.push_back(files[i].string());
   if (options.skipped) *options.skipped = skipped;
-  std::vector<const Graph*> ranks;
-  for (std::size_t i = 0; i < graphs.size(); ++i)
-    if (std::find(skipped.begin(), skipped.end(), files[i].string()) == skipped.end()) ranks.push_back(&graphs[i]);
-  if (ranks.empty()) {
+  if (traces.empty()) {
     std::vector<std::string> named;
     for (const auto& input : inputs) named.push_back(input.string());
     throw Error(fmt::format("no Chrome trace in {}: no JSON file listed has traceEvents ({})", fmt::join(named, ", "),
                             fmt::join(skipped, ", ")));
   }
-  if (ranks.size() == 1 && ranks.front()->rank == kNone)
-    return std::move(graphs[static_cast<std::size_t>(ranks.front() - graphs.data())]);  // one trace, no job
+  if (traces.size() == 1 && graphs[traces.front()]->rank == kNone) return std::move(*graphs[traces.front()]);  // no job
+  std::vector<const Graph*> ranks;
+  for (std::size_t i : traces) ranks.push_back(&*graphs[i]);
   Graph job = merge_ranks(ranks);
   if (skipped.empty()) return job;
   JobLayout layout = job.job() ? *job.job() : JobLayout{};

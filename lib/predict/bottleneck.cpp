@@ -9,6 +9,7 @@
 #include <map>
 
 #include "common/text.hpp"
+#include "predict/critical_path_walk.hpp"
 #include "report/json_writer.hpp"
 
 namespace daydream {
@@ -171,19 +172,18 @@ std::vector<NamedTime> sorted(std::map<std::string, NamedTime>& by_name) {
 /// Critical-path task time inside [from, to) by innermost operator and by kernel name.
 void path_by_name(const Graph& graph, const SimulationResult& result, TimeNs from, TimeNs to, BottleneckReport& out) {
   std::map<std::string, NamedTime> operators, kernels;
-  TimeNs cursor = from;  // the path is a chain: count each stretch of time once
-  for (TaskId t : result.critical_path) {
-    const TimeNs start = std::max({result.start_ns[t], from, cursor}), end = std::min(result.end_ns[t], to);
-    if (end <= start) continue;
-    cursor = end;
-    const Task& task = graph.task(t);
-    const std::string op = task.op_name == 0 ? "(no operator)" : std::string(graph.string(task.op_name));
-    NamedTime& by_op = operators[op];
-    by_op.name = op, by_op.ns += end - start, ++by_op.tasks;
-    if (!is_gpu(task.kind)) continue;
-    NamedTime& by_kernel = kernels[std::string(graph.name(t))];
-    by_kernel.name = graph.name(t), by_kernel.ns += end - start, ++by_kernel.tasks;
-  }
+  const auto add = [](std::map<std::string, NamedTime>& table, std::string name, TimeNs ns) {
+    NamedTime& entry = table[name];
+    entry.name = std::move(name), entry.ns += ns, ++entry.tasks;
+  };
+  detail::walk_critical_path(
+      result, from, to,
+      [&](TaskId t, TimeNs covered) {
+        const Task& task = graph.task(t);
+        add(operators, task.op_name == 0 ? "(no operator)" : std::string(graph.string(task.op_name)), covered);
+        if (is_gpu(task.kind)) add(kernels, std::string(graph.name(t)), covered);
+      },
+      [](TimeNs) {});
   out.by_operator = sorted(operators);
   out.by_kernel = sorted(kernels);
 }

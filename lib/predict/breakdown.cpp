@@ -4,6 +4,7 @@
 
 #include "common/text.hpp"
 #include "daydream/predict.hpp"
+#include "predict/critical_path_walk.hpp"
 
 namespace daydream {
 
@@ -44,20 +45,14 @@ PathCategory PathBreakdown::dominant() const {
 PathBreakdown break_down_critical_path(const Graph& graph, const SimulationResult& result, TimeNs from_ns, TimeNs to_ns) {
   PathBreakdown out;
   std::map<std::string_view, TimeNs> by_layer;
-  TimeNs cursor = from_ns;  // end of the path covered so far
-  bool started = false;
-  for (TaskId t : result.critical_path) {
-    const TimeNs start = std::max(result.start_ns[t], from_ns), end = std::min(result.end_ns[t], to_ns);
-    if (end < start || (end == start && result.end_ns[t] != result.start_ns[t])) continue;  // outside the window
-    if (!started) cursor = start, started = true;
-    if (start > cursor) out.by_category_ns[static_cast<std::size_t>(PathCategory::latency)] += start - cursor;
-    const TimeNs covered = end - std::max(start, cursor);
-    if (covered <= 0) continue;
-    out.by_category_ns[static_cast<std::size_t>(path_category(graph, t))] += covered;
-    const std::uint32_t layer = graph.task(t).layer;
-    by_layer[layer == 0 ? std::string_view("(no layer)") : graph.string(layer)] += covered;
-    cursor = end;
-  }
+  detail::walk_critical_path(
+      result, from_ns, to_ns,
+      [&](TaskId t, TimeNs covered) {
+        out.by_category_ns[static_cast<std::size_t>(path_category(graph, t))] += covered;
+        const std::uint32_t layer = graph.task(t).layer;
+        by_layer[layer == 0 ? std::string_view("(no layer)") : graph.string(layer)] += covered;
+      },
+      [&](TimeNs gap) { out.by_category_ns[static_cast<std::size_t>(PathCategory::latency)] += gap; });
   for (TimeNs ns : out.by_category_ns) out.length_ns += ns;
   out.by_layer_ns.assign(by_layer.begin(), by_layer.end());
   std::stable_sort(out.by_layer_ns.begin(), out.by_layer_ns.end(), [](const auto& a, const auto& b) { return a.second > b.second; });

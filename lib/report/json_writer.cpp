@@ -80,6 +80,12 @@ JsonWriter& JsonWriter::milliseconds(TimeNs ns) {
   out_ += format_ms(ns);
   return *this;
 }
+JsonWriter& JsonWriter::null() {
+  separate();
+  out_ += "null";
+  return *this;
+}
+
 JsonWriter& JsonWriter::ratio(double v) {
   separate();
   out_ += std::isfinite(v) ? fmt::format("{:.6f}", v) : "null";

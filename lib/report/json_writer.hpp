@@ -22,6 +22,7 @@ class JsonWriter {
   JsonWriter& value(const char* text) { return value(std::string_view(text)); }
   JsonWriter& value(std::int64_t number);
   JsonWriter& value(bool flag);
+  JsonWriter& null();  ///< a value nobody knows (a failed row's, a missing price)
   /// Nanoseconds written as milliseconds, exactly (up to 6 decimals, trailing zeros trimmed).
   JsonWriter& milliseconds(TimeNs ns);
   /// A ratio with 6 decimals.

@@ -8,8 +8,6 @@
 namespace daydream::python {
 namespace {
 
-double ms(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
-
 py::dict named_columns(const std::vector<NamedTime>& rows) {
   std::vector<std::string> name;
   std::vector<double> time_ms;

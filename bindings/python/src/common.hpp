@@ -108,6 +108,8 @@ std::vector<TaskRef> task_refs(const GraphPtr& box, const std::vector<TaskId>& i
 NewTask new_task_of(py::handle spec);
 /// `value` as an int, or None for kNone (a size, an event index, a rank the trace does not give).
 py::object int_or_none(std::int64_t value);
+/// ns as the float milliseconds every *_ms value of the Python API is.
+inline double ms(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
 /// `value` as a non-negative number of ns: an int, or a float rounded to the nearest ns (as TaskSet.scale rounds); ValueError (naming `what`) for a negative, NaN or infinite value.
 TimeNs non_negative_ns(py::handle value, const char* what);
 

@@ -153,7 +153,7 @@ void init_graph(py::module_& m) {
                d["severity"] = std::string(to_string(s.severity));
                d["count"] = s.count;
                d["first_event"] = s.first_event;
-               if (s.total_ns > 0) d["total_ms"] = static_cast<double>(s.total_ns) / 1e6;
+               if (s.total_ns > 0) d["total_ms"] = ms(s.total_ns);
                d["description"] = s.description;
                out.append(std::move(d));
              }

@@ -28,8 +28,6 @@ namespace {
 
 using namespace pybind11::literals;
 
-double ms(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
-
 // --- the registry ---
 
 py::object bound(double value) { return std::isfinite(value) ? py::object(py::float_(value)) : py::object(py::none()); }

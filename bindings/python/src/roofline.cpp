@@ -23,9 +23,9 @@ py::dict row_columns(const std::vector<RooflineRow>& rows) {
     precision.emplace_back(to_string(r.precision));
     bound.emplace_back(to_string(r.bound));
     decided_by.push_back(r.decided_by);
-    time_ms.push_back(static_cast<double>(r.time_ns) / 1e6);
+    time_ms.push_back(ms(r.time_ns));
     kernels.push_back(r.kernels);
-    shaped_ms.push_back(static_cast<double>(r.shaped_ns) / 1e6);
+    shaped_ms.push_back(ms(r.shaped_ns));
     shaped_kernels.push_back(r.shaped_kernels);
     flops.push_back(r.has_work() ? r.flops : none);
     bytes.push_back(r.has_work() ? r.bytes : none);
@@ -79,9 +79,9 @@ py::dict summary(const RooflineReport& r) {
   py::dict out;
   out["trace"] = r.trace;
   out["kernels"] = r.kernels;
-  out["time_ms"] = static_cast<double>(r.kernel_ns) / 1e6;
+  out["time_ms"] = ms(r.kernel_ns);
   out["shaped_kernels"] = r.shaped_kernels;
-  out["shaped_time_ms"] = static_cast<double>(r.shaped_ns) / 1e6;
+  out["shaped_time_ms"] = ms(r.shaped_ns);
   out["recorded_operators"] = r.recorded_operators;
   out["malformed_operators"] = r.malformed_operators;
   out["unusable_operators"] = r.unusable_operators;

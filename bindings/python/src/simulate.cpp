@@ -87,10 +87,10 @@ std::shared_ptr<ResultData> run(const GraphPtr& box, py::handle schedule, std::s
 }
 
 std::vector<double> to_ms(const std::vector<TimeNs>& ns) {
-  std::vector<double> ms;
-  ms.reserve(ns.size());
-  for (TimeNs v : ns) ms.push_back(static_cast<double>(v) / 1e6);
-  return ms;
+  std::vector<double> out;
+  out.reserve(ns.size());
+  for (TimeNs v : ns) out.push_back(ms(v));
+  return out;
 }
 
 TaskId simulated_id(const ResultData& r, py::handle task) {
@@ -132,12 +132,12 @@ std::string result_repr(const ResultData& r) {
   std::string times;
   for (std::size_t i = 0; i < r.iteration_ns.size() && i < 8; ++i) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(r.iteration_ns[i]) / 1e6);
+    std::snprintf(buf, sizeof buf, "%.3f", ms(r.iteration_ns[i]));
     times += (i ? ", " : "") + std::string(buf);
   }
   if (r.iteration_ns.size() > 8) times += ", ...";
   char total[32];
-  std::snprintf(total, sizeof total, "%.3f", static_cast<double>(r.result.makespan_ns) / 1e6);
+  std::snprintf(total, sizeof total, "%.3f", ms(r.result.makespan_ns));
   return "<daydream.Result (" + r.schedule + "): total " + total + " ms, iterations [" + times + "] ms>";
 }
 
@@ -156,7 +156,7 @@ void init_simulate(py::module_& m) {
                              "Measured (trace) time of each iteration, in ms.")
       .def_property_readonly("measured_iteration_times_ns", [](const ResultData& r) { return r.measured_iteration_ns; },
                              "Measured (trace) time of each iteration, in ns.")
-      .def_property_readonly("total_ms", [](const ResultData& r) { return static_cast<double>(r.result.makespan_ns) / 1e6; },
+      .def_property_readonly("total_ms", [](const ResultData& r) { return ms(r.result.makespan_ns); },
                              "Predicted makespan (end of the last task), in ms.")
       .def_property_readonly("total_ns", [](const ResultData& r) { return r.result.makespan_ns; },
                              "Predicted makespan, in ns.")
