@@ -127,7 +127,10 @@ struct Task {
   bool removed = false;              ///< removed by a transformation: no edges, not simulated
 };
 
-/// How an iteration's measured (and simulated) time is taken.
+/// How an iteration's measured (and simulated) time is taken. One definition serves every
+/// output (replay, predict, sweep, validate, bottleneck, Python): the iteration's window on the
+/// marking thread, measured from the trace and simulated over the same window (see
+/// simulated_iteration_spans in daydream/report/replay.hpp).
 enum class IterationMeasure : std::uint8_t {
   /// The marking range itself (`ProfilerStep#N`: the profiler opens each step where the previous
   /// one closed, so the wait for the next batch is inside a range).
@@ -136,6 +139,10 @@ enum class IterationMeasure : std::uint8_t {
   /// its range after fetching the batch leaves the wait for data between ranges, and it belongs
   /// to the iteration. The last range has no next start and is measured as its range.
   start_to_start,
+  /// The fallback where no range marks steps: from the end of one optimizer step
+  /// (`Optimizer.step#...`, which torch.optim records) to the end of the next, so n optimizer
+  /// steps give n - 1 iterations, each holding one forward, backward and update.
+  end_to_end,
 };
 std::string_view to_string(IterationMeasure measure);
 
@@ -147,8 +154,15 @@ struct Iteration {
   TimeNs measured_ns = 0;        ///< by the graph's IterationRule::measure
   TaskId first_task = kNoTask;   ///< first task of the window on its thread
   TaskId last_task = kNoTask;    ///< last task of the window on its thread
-  /// Measured to the next iteration's start (IterationMeasure::start_to_start, not the last).
+  /// Measured to the next iteration's start (IterationMeasure::start_to_start or end_to_end, not
+  /// the last).
   bool to_next_start = false;
+  /// Where the window's edges lie from the tasks that anchor them in a simulation: the window
+  /// opens open_offset_ns before its thread's first task starts, and (when not measured to the
+  /// next start) closes close_offset_ns after its thread's last task ends. Measured at build, so
+  /// that the replay of the unmodified graph gives each measured time to the ns.
+  TimeNs open_offset_ns = 0;
+  TimeNs close_offset_ns = 0;
 };
 
 /// Which ranges became iterations, and how they are measured (see docs/graph.md, "Roots and iterations").

@@ -52,10 +52,16 @@ PathBreakdown break_down_critical_path(const Graph& graph, const SimulationResul
                                        TimeNs from_ns = std::numeric_limits<TimeNs>::min(),
                                        TimeNs to_ns = std::numeric_limits<TimeNs>::max());
 
-/// The part of a simulation the iterations cover: the earliest start of an iteration's first
-/// task to the latest end of one's last task; the whole time axis (lowest to highest TimeNs) when
-/// the graph marks none.
+/// The part of a simulation the iterations cover: the earliest start to the latest end of their
+/// simulated windows (simulated_iteration_spans); the whole time axis (lowest to highest TimeNs)
+/// when the graph marks none.
 std::pair<TimeNs, TimeNs> iteration_window(const Graph& graph, const SimulationResult& result);
+
+/// The whole run of a simulation (predict's `total`): first start to last end of the tasks on GPU
+/// streams and channels and on the CPU threads that launch GPU work or mark iterations. A thread
+/// that only serves or polls (DataLoader workers, an NCCL watchdog) counts through what it holds
+/// back on those, never by running past them. The makespan when no such task is left.
+TimeNs run_span_ns(const Graph& graph, const SimulationResult& result);
 
 /// One iteration; for a multi-rank job graph (job.hpp), the job's: the slowest rank's time.
 struct IterationPrediction {
@@ -67,10 +73,11 @@ struct IterationPrediction {
 
 struct Prediction {
   std::string scenario;  ///< the spec as written (ScenarioSpec::text)
+  IterationRule iteration_rule;  ///< the base graph's: which ranges are the iterations, how measured
   std::vector<IterationPrediction> iterations;
-  /// Whole simulated run (first task start to last task end), baseline and predicted.
+  /// Whole simulated run (run_span_ns), baseline and predicted.
   TimeNs baseline_total_ns = 0, predicted_total_ns = 0;
-  /// Median over iterations (the whole run when the trace marks none).
+  /// Median over iterations (IterationRule), the whole run (run_span_ns) when the trace marks none.
   TimeNs baseline_median_ns = 0, predicted_median_ns = 0;
   double speedup() const;  ///< baseline_median / predicted_median
   PathBreakdown critical_path;  ///< of the predicted run
@@ -108,6 +115,7 @@ class Predictor {
   SimulationResult baseline_;
   /// Per (job) iteration: baseline time; for a job graph the slowest rank's (job_iteration_groups).
   std::vector<TimeNs> baseline_iterations_;
+  TimeNs baseline_run_ns_ = 0;  ///< run_span_ns of the baseline
   std::vector<IterationPrediction> measured_;  ///< name and measured time per (job) iteration
 };
 

@@ -168,10 +168,10 @@ void print_critical_path(const PathBreakdown& path, std::string_view title) {
 namespace {
 
 void print_prediction_table(const Prediction& p, const std::string& trace) {
-  fmt::print("trace: {}\nscenario: {}\n\n{:<24} {:>14} {:>14} {:>9}\n", trace, p.scenario, "iteration", "baseline ms",
-             "predicted ms", "speedup");
+  fmt::print("trace: {}\nscenario: {}\niterations: {}\n\n{:<24} {:>14} {:>14} {:>9}\n", trace, p.scenario,
+             describe(p.iteration_rule), "iteration", "baseline ms", "predicted ms", "speedup");
   for (const auto& it : p.iterations) print_time_row(it.name, it.baseline_ns, it.predicted_ns);
-  print_time_row("median", p.baseline_median_ns, p.predicted_median_ns);
+  if (!p.iterations.empty()) print_time_row("median", p.baseline_median_ns, p.predicted_median_ns);
   print_time_row("total (whole run)", p.baseline_total_ns, p.predicted_total_ns);
   print_critical_path(p.critical_path, "critical path of the predicted iterations");
   if (p.notes.empty()) return;

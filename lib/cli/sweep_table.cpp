@@ -13,6 +13,8 @@
 #include "cli/sweep_cost.hpp"
 #include "daydream/error.hpp"
 #include "daydream/predict.hpp"
+#include "daydream/report/replay.hpp"
+#include "report/iteration_rule_json.hpp"
 #include "report/json_writer.hpp"
 
 namespace daydream::cli {
@@ -96,7 +98,9 @@ std::string one_line(std::string text) {
 void print_table(const std::string& trace, const Prediction& baseline, const std::vector<SweepRow>& rows) {
   std::size_t width = kBaseline.size();
   for (const auto& row : rows) width = std::max(width, row.spec.text().size());
-  fmt::print("trace: {}\n\n{:<{}}  {:>14} {:>9}  {}\n", trace, "scenario", width, "predicted ms", "speedup",
+  const char* per_row = baseline.iterations.empty() ? "the whole run" : "the median iteration";
+  fmt::print("trace: {}\niterations: {}; each row gives {}\n\n{:<{}}  {:>14} {:>9}  {}\n", trace,
+             describe(baseline.iteration_rule), per_row, "scenario", width, "predicted ms", "speedup",
              "critical path: dominant (share)");
   fmt::print("{:<{}}  {:>14} {:>9}  {}\n", kBaseline, width, format_ms(baseline.baseline_median_ns),
              speedup_text(baseline.speedup()), dominant_text(baseline.critical_path));
@@ -134,7 +138,9 @@ void print_csv(const Prediction& baseline, const std::vector<SweepRow>& rows, co
 std::string sweep_json(const std::string& trace, const Prediction& baseline, const std::vector<SweepRow>& rows,
                        const SweepCosts* costs) {
   JsonWriter w;
-  w.begin_object().key("trace").value(trace).key("baseline_ms").milliseconds(baseline.baseline_median_ns);
+  w.begin_object().key("trace").value(trace);
+  write_iteration_rule(w, "iteration_rule", baseline.iteration_rule);
+  w.key("baseline_ms").milliseconds(baseline.baseline_median_ns);
   w.key("baseline_dominant").value(to_string(baseline.critical_path.dominant()));
   w.key("baseline_dominant_share").ratio(dominant_share(baseline.critical_path));
   if (costs) {

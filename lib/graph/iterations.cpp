@@ -3,13 +3,16 @@
 // Which ranges: those whose name the user's pattern finds (GraphOptions::iterations), else the
 // first default form with a match, in this order: `ProfilerStep#N` (torch.profiler's
 // profiler.step()), `step N`, `iteration N`, `iter N` (NVTX or record_function ranges a training
-// loop opens itself; the words in any case). Only the thread holding most of them (the marking
-// thread) counts, and a range nested in another match is not a second iteration.
+// loop opens itself; the words in any case); where none marks steps, the optimizer's steps
+// (`Optimizer.step#...`). Only the thread holding most of them (the marking thread) counts, and
+// a range nested in another match is not a second iteration.
 //
-// How they are measured: `ProfilerStep#N` ranges abut, so each is its own window. A loop's own
-// range usually opens after the next batch was fetched, so the wait for data lies between two
-// ranges: the window of such a range runs to the next range's start (start to start), and the
-// last range, which has no next start, is measured as its range.
+// How they are measured: `ProfilerStep#N` ranges nearly abut (the profiler's own bookkeeping,
+// 30-70 us, lies between them), so each is its own window. A loop's own range usually opens after
+// the next batch was fetched, so the wait for data lies between two ranges: the window of such a
+// range runs to the next range's start (start to start), and the last range, which has no next
+// start, is measured as its range. Optimizer steps end iterations: a window runs from one step's
+// end to the next's (end to end).
 //
 // CPU tasks belong to the iteration whose window contains their start (on any thread); GPU tasks
 // to the iteration of their launch call, or, when not launched in the trace, to the window
@@ -27,7 +30,12 @@
 namespace daydream {
 
 std::string_view to_string(IterationMeasure measure) {
-  return measure == IterationMeasure::range ? "range" : "start_to_start";
+  switch (measure) {
+    case IterationMeasure::range: return "range";
+    case IterationMeasure::start_to_start: return "start_to_start";
+    case IterationMeasure::end_to_end: return "end_to_end";
+  }
+  return "?";
 }
 
 namespace {
@@ -85,6 +93,10 @@ std::regex compile_iteration_pattern(const BuildContext& ctx) {
   }
 }
 
+/// torch.optim's record_function name for an optimizer step: `Optimizer.step#SGD.step`, ...
+constexpr std::string_view kOptimizerStep = "Optimizer.step#";
+constexpr std::string_view kOptimizerStepForm = "Optimizer.step#...";
+
 /// The matching ranges and the rule that found them (pattern, form, measure).
 std::vector<std::uint32_t> choose_ranges(const BuildContext& ctx, IterationRule& rule) {
   if (!ctx.options.iterations.empty()) {
@@ -98,7 +110,20 @@ std::vector<std::uint32_t> choose_ranges(const BuildContext& ctx, IterationRule&
     rule = {"", std::string(form.label), form.measure, ""};
     return found;
   }
-  return {};
+  auto steps = matching_ranges(ctx, [](std::string_view n) { return text::starts_with(n, kOptimizerStep); });
+  if (!steps.empty()) rule = {"", std::string(kOptimizerStepForm), IterationMeasure::end_to_end, ""};
+  return steps;
+}
+
+/// Optimizer steps close iterations: the window of the k-th runs from the end of step k to the
+/// end of step k + 1 (named after the step that closes it), so each holds one whole training
+/// step and the windows tile the run from the first step's end.
+std::vector<StepRange> between_step_ends(const std::vector<StepRange>& marks) {
+  std::vector<StepRange> windows;
+  for (std::size_t k = 0; k + 1 < marks.size(); ++k)
+    windows.push_back({marks[k].end, marks[k + 1].end, marks[k].unit, "optimizer step " + std::to_string(k + 2),
+                       k + 2 < marks.size()});
+  return windows;
 }
 
 /// The thread holding most of the ranges (ties: the lower unit id, for determinism).
@@ -125,6 +150,7 @@ std::vector<StepRange> find_steps(const BuildContext& ctx, IterationRule& rule) 
   std::vector<StepRange> outer;
   for (auto& s : steps)
     if (outer.empty() || s.start >= outer.back().end) outer.push_back(std::move(s));
+  if (rule.measure == IterationMeasure::end_to_end) return between_step_ends(outer);
   if (rule.measure == IterationMeasure::start_to_start)
     for (std::size_t i = 0; i + 1 < outer.size(); ++i) outer[i].end = outer[i + 1].start, outer[i].to_next_start = true;
   return outer;
@@ -138,6 +164,8 @@ std::int32_t step_containing(const std::vector<StepRange>& steps, TimeNs time) {
 }
 
 // The thread's tasks are in time order, so the step's first and last task are two binary searches.
+// The offsets place the window's edges from its tasks as simulated_iteration_spans reads them:
+// from the first task's start and from the latest end among the window's tasks.
 Iteration make_iteration(const BuildContext& ctx, const StepRange& step) {
   Iteration it{step.name, step.start, step.end - step.start, kNoTask, kNoTask, step.to_next_start};
   const auto& tasks = ctx.unit_tasks[step.unit];
@@ -147,6 +175,10 @@ Iteration make_iteration(const BuildContext& ctx, const StepRange& step) {
   if (first == last) return it;
   it.first_task = *first;
   it.last_task = *std::prev(last);
+  TimeNs latest_end = ctx.times[*first].end;
+  for (auto t = first; t != last; ++t) latest_end = std::max(latest_end, ctx.times[*t].end);
+  it.open_offset_ns = ctx.times[*first].start - step.start;
+  it.close_offset_ns = step.end - latest_end;
   return it;
 }
 

@@ -6,24 +6,17 @@
 #include "common/text.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/report/replay.hpp"
+#include "report/iteration_rule_json.hpp"
 #include "report/json_writer.hpp"
 
 namespace daydream {
 namespace {
 
-/// Per iteration of the graph (in order): simulated time, or -1 when it has no task left. An
-/// iteration runs from the end of the previous one on its thread (its first task may have had to
-/// wait, e.g. for a batch) to the end of its last task; the first from its first task's start.
+/// Per iteration of the graph (in order): simulated time (simulated_iteration_spans), or -1 when
+/// it has no task left.
 std::vector<TimeNs> iteration_times(const Graph& graph, const SimulationResult& result) {
   std::vector<TimeNs> times(graph.iterations().size(), -1);
-  std::map<UnitId, TimeNs> previous_end;  // per thread holding iterations
-  for (const IterationSpan& span : simulated_iteration_spans(graph, result)) {
-    const UnitId unit = graph.task(graph.iterations()[span.index].first_task).unit;
-    const auto prev = previous_end.find(unit);
-    const TimeNs start = prev == previous_end.end() ? span.start_ns : std::min(prev->second, span.start_ns);
-    times[span.index] = span.end_ns - start;
-    previous_end[unit] = span.end_ns;
-  }
+  for (const IterationSpan& span : simulated_iteration_spans(graph, result)) times[span.index] = span.end_ns - span.start_ns;
   return times;
 }
 
@@ -48,14 +41,39 @@ TimeNs median_or(std::vector<TimeNs> values, TimeNs fallback) {
 
 std::pair<TimeNs, TimeNs> iteration_window(const Graph& graph, const SimulationResult& result) {
   TimeNs from = std::numeric_limits<TimeNs>::max(), to = std::numeric_limits<TimeNs>::min();
-  for (const Iteration& it : graph.iterations()) {
-    if (it.first_task == kNoTask || it.last_task == kNoTask) continue;
-    if (graph.removed(it.first_task) || graph.removed(it.last_task)) continue;
-    from = std::min(from, result.start_ns[it.first_task]);
-    to = std::max(to, result.end_ns[it.last_task]);
+  for (const IterationSpan& span : simulated_iteration_spans(graph, result)) {
+    from = std::min(from, span.start_ns);
+    to = std::max(to, span.end_ns);
   }
   if (from > to) return {std::numeric_limits<TimeNs>::min(), std::numeric_limits<TimeNs>::max()};
   return {from, to};
+}
+
+namespace {
+
+/// The units whose work is the run: GPU streams, channels, the threads that launch GPU work and
+/// the threads marking iterations.
+std::vector<bool> run_units(const Graph& graph) {
+  std::vector<bool> in_run(graph.units().size(), false);
+  for (UnitId u = 0; u < graph.units().size(); ++u) in_run[u] = graph.units()[u].kind != UnitKind::cpu_thread;
+  for (const Iteration& it : graph.iterations())
+    if (it.first_task != kNoTask) in_run[graph.task(it.first_task).unit] = true;
+  for (const auto& record : graph.edges())
+    if (record.edge.type == EdgeType::launch) in_run[graph.task(record.from).unit] = true;
+  return in_run;
+}
+
+}  // namespace
+
+TimeNs run_span_ns(const Graph& graph, const SimulationResult& result) {
+  const std::vector<bool> in_run = run_units(graph);
+  TimeNs first = std::numeric_limits<TimeNs>::max(), last = std::numeric_limits<TimeNs>::min();
+  for (TaskId t = 0; t < graph.num_tasks(); ++t) {
+    if (graph.removed(t) || !in_run[graph.task(t).unit]) continue;
+    first = std::min(first, result.start_ns[t]);
+    last = std::max(last, result.end_ns[t]);
+  }
+  return first > last ? result.makespan_ns : last - first;
 }
 
 double Prediction::speedup() const {
@@ -65,6 +83,7 @@ double Prediction::speedup() const {
 Predictor::Predictor(Graph base, ScenarioRegistry registry)
     : base_(std::move(base)), registry_(std::move(registry)), baseline_(simulate(base_)) {
   baseline_iterations_ = job_times(base_, iteration_times(base_, baseline_));
+  baseline_run_ns_ = run_span_ns(base_, baseline_);
   for (const auto& group : job_iteration_groups(base_)) {
     IterationPrediction measured{base_.iterations()[group.front()].name, 0, 0, 0};
     for (std::size_t i : group) measured.measured_ns = std::max(measured.measured_ns, base_.iterations()[i].measured_ns);
@@ -72,7 +91,7 @@ Predictor::Predictor(Graph base, ScenarioRegistry registry)
   }
 }
 
-TimeNs Predictor::baseline_median_ns() const { return median_or(baseline_iterations_, baseline_.makespan_ns); }
+TimeNs Predictor::baseline_median_ns() const { return median_or(baseline_iterations_, baseline_run_ns_); }
 
 Prediction Predictor::predict(const ScenarioSpec& spec) const {
   Graph changed;
@@ -92,15 +111,16 @@ Prediction Predictor::predict(const ScenarioSpec& spec, Graph& changed, Simulati
 Prediction Predictor::compare(std::string label, const Graph& changed, const SimulationResult& result) const {
   Prediction p;
   p.scenario = std::move(label);
+  p.iteration_rule = base_.iteration_rule;
   const std::vector<TimeNs> predicted = job_times(changed, iteration_times(changed, result));
   for (std::size_t i = 0; i < measured_.size(); ++i) {
     if (baseline_iterations_[i] < 0 || i >= predicted.size() || predicted[i] < 0) continue;
     p.iterations.push_back({measured_[i].name, measured_[i].measured_ns, baseline_iterations_[i], predicted[i]});
   }
-  p.baseline_total_ns = baseline_.makespan_ns;
-  p.predicted_total_ns = result.makespan_ns;
+  p.baseline_total_ns = baseline_run_ns_;
+  p.predicted_total_ns = run_span_ns(changed, result);
   p.baseline_median_ns = baseline_median_ns();
-  p.predicted_median_ns = median_or(predicted, result.makespan_ns);
+  p.predicted_median_ns = median_or(predicted, p.predicted_total_ns);
   const auto [from, to] = iteration_window(changed, result);
   p.critical_path = break_down_critical_path(changed, result, from, to);
   if (!changed.gpus().empty()) p.gpu = changed.gpus().front().name, p.gpu_memory_bytes = changed.gpus().front().memory_bytes;
@@ -111,6 +131,7 @@ Prediction Predictor::compare(std::string label, const Graph& changed, const Sim
 std::string to_json(const Prediction& p, const std::string& trace_path) {
   JsonWriter w;
   w.begin_object().key("trace").value(trace_path).key("scenario").value(p.scenario);
+  write_iteration_rule(w, "iteration_rule", p.iteration_rule);
   w.key("iterations").begin_array();
   for (const auto& it : p.iterations) {
     w.begin_object().key("name").value(it.name);

@@ -26,28 +26,25 @@ double relative_error(double value, double reference) {
 double ratio(double numerator, double denominator) { return denominator > 0 ? numerator / denominator : kNaN; }
 
 /// One (job) iteration of a graph as it was measured: for a job graph the slowest rank's time.
+/// `partial`: the last range of a run measured start to start (among others), measured as its
+/// range, so it covers less than an iteration (no wait for the next batch).
 struct MeasuredIteration {
   std::string name;
   TimeNs measured_ns = 0;
-  bool to_next_start = false;
+  bool partial = false;
 };
 
 std::vector<MeasuredIteration> measured_iterations(const Graph& graph) {
   std::vector<MeasuredIteration> out;
-  for (const auto& group : job_iteration_groups(graph)) {
+  const auto groups = job_iteration_groups(graph);
+  const bool start_to_start = graph.iteration_rule.measure == IterationMeasure::start_to_start && groups.size() > 1;
+  for (const auto& group : groups) {
     const Iteration& first = graph.iterations()[group.front()];
-    MeasuredIteration it{first.name, 0, first.to_next_start};
+    MeasuredIteration it{first.name, 0, start_to_start && !first.to_next_start};
     for (std::size_t i : group) it.measured_ns = std::max(it.measured_ns, graph.iterations()[i].measured_ns);
     out.push_back(std::move(it));
   }
   return out;
-}
-
-/// Whether iteration `i` is measured as its range while others are measured start to start:
-/// it covers less than an iteration (no wait for the next batch), so it is left out.
-bool range_among_start_to_start(const std::vector<MeasuredIteration>& run, std::size_t i) {
-  if (run[i].to_next_start) return false;
-  return std::any_of(run.begin(), run.end(), [](const MeasuredIteration& it) { return it.to_next_start; });
 }
 
 std::string trace_name(const std::string& path) { return path.empty() ? std::string("<memory>") : path; }
@@ -73,8 +70,7 @@ std::vector<IterationCheck> pair_iterations(const std::vector<MeasuredIteration>
       check.predicted_ns = p.iterations[next].predicted_ns;
       check.baseline_ns = p.iterations[next++].baseline_ns;
     }
-    check.compared = check.predicted_ns >= 0 && !range_among_start_to_start(before, i) &&
-                     !range_among_start_to_start(after, i);
+    check.compared = check.predicted_ns >= 0 && !before[i].partial && !after[i].partial;
     checks.push_back(std::move(check));
   }
   return checks;

@@ -38,22 +38,36 @@ IterationTime gpu_span(const Graph& graph, const SimulationResult& result) {
   return {"span", measured_last - measured_first, simulated_last - simulated_first};
 }
 
-/// Iterations measured start to start end where the next iteration on their thread starts (when
-/// it still has tasks): the wait before a range belongs to the iteration before it.
-void end_at_next_starts(const Graph& graph, std::vector<IterationSpan>& spans) {
+/// The measured time between the end of iteration `before`'s window and the start of the next
+/// one's (0 for windows that run to the next start; for ranges, the profiler's bookkeeping).
+TimeNs measured_gap(const Iteration& before, const Iteration& next) {
+  return next.measured_start_ns - (before.measured_start_ns + before.measured_ns);
+}
+
+/// Ties each window to its neighbour on the same thread: a window measured to the next start ends
+/// where the next one starts; a window after a range starts no later than that range's simulated
+/// end plus the measured gap, so a wait a scenario adds before the next range's first task
+/// counts in the next iteration, never in none.
+void link_neighbours(const Graph& graph, std::vector<IterationSpan>& spans) {
   const auto& iterations = graph.iterations();
   for (std::size_t k = 0; k + 1 < spans.size(); ++k) {
     const Iteration& it = iterations[spans[k].index];
     const Iteration& next = iterations[spans[k + 1].index];
-    if (!it.to_next_start || spans[k + 1].index != spans[k].index + 1) continue;
+    if (spans[k + 1].index != spans[k].index + 1) continue;
     if (graph.task(it.first_task).unit != graph.task(next.first_task).unit) continue;
-    spans[k].end_ns = std::max(spans[k].end_ns, spans[k + 1].start_ns);
+    if (it.to_next_start)
+      spans[k].end_ns = spans[k + 1].start_ns;
+    else
+      spans[k + 1].start_ns = std::min(spans[k + 1].start_ns, spans[k].end_ns + measured_gap(it, next));
   }
+  for (auto& span : spans) span.end_ns = std::max(span.end_ns, span.start_ns);
 }
 
 }  // namespace
 
-// Transformations may remove or insert tasks in an iteration, so this is a scan.
+// Transformations may remove or insert tasks in an iteration, so this is a scan. Each window is
+// anchored on its thread's tasks by the offsets measured at build (Iteration::open_offset_ns,
+// close_offset_ns): the unmodified graph's replay gives the measured times to the ns.
 std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const SimulationResult& result) {
   const auto& iterations = graph.iterations();
   std::vector<std::pair<TimeNs, TimeNs>> span(iterations.size(), {std::numeric_limits<TimeNs>::max(), -1});
@@ -67,8 +81,9 @@ std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const S
   }
   std::vector<IterationSpan> out;
   for (std::size_t i = 0; i < span.size(); ++i)
-    if (span[i].second >= 0) out.push_back({i, span[i].first, span[i].second});
-  end_at_next_starts(graph, out);
+    if (span[i].second >= 0)
+      out.push_back({i, span[i].first - iterations[i].open_offset_ns, span[i].second + iterations[i].close_offset_ns});
+  link_neighbours(graph, out);
   return out;
 }
 
@@ -134,10 +149,13 @@ void write_iteration_rule(JsonWriter& w, std::string_view key, const IterationRu
 }
 
 std::string describe(const IterationRule& rule) {
-  if (rule.form.empty()) return "no iterations: no CPU range is named ProfilerStep#N, step N, iteration N or iter N "
-                                "(choose others with --iterations REGEX)";
+  if (rule.form.empty()) return "no iterations: no CPU range is named ProfilerStep#N, step N, iteration N, iter N or "
+                                "Optimizer.step#... (choose others with --iterations REGEX)";
   const std::string what = rule.pattern.empty() ? "`" + rule.form + "` ranges" : "ranges matching /" + rule.pattern + "/";
   if (rule.measure == IterationMeasure::range) return what + " on " + rule.thread + ", each measured as its range";
+  if (rule.measure == IterationMeasure::end_to_end)
+    return "no step marks: iterations between the ends of `" + rule.form + "` ranges on " + rule.thread +
+           ", each from one optimizer step's end to the next's (named by the step that ends it)";
   return what + " on " + rule.thread + ", measured start to start (the last one: its range)";
 }
 

@@ -1,6 +1,9 @@
 """Iterations from annotations: daydream.load(path, iterations=REGEX), Graph.iteration_rule, and
 the start-to-start times of a loop's own ranges (docs/graph.md, "Iterations")."""
 
+import json
+import subprocess
+
 import pytest
 
 import daydream
@@ -80,3 +83,51 @@ def test_unmatched_pattern_gives_no_iterations(tmp_path):
     assert g.iterations == []
     assert g.iteration_rule["pattern"] == "^batch [0-9]+$"
     assert g.iteration_rule["thread"] == ""
+
+
+def test_one_definition_of_iteration_time(example_trace, cli):
+    """replay (CLI and Python), Result.iteration_times_ms and predict's baseline give one number
+    per step: the measured window, simulated (issue: 21.114 vs 21.144 ms on ProfilerStep#2)."""
+    g = daydream.load(example_trace)
+    result = g.simulate()
+    prediction = daydream.predict(g, "faster_gpu:factor=1")
+    baseline = prediction.iterations["baseline_ms"].tolist()
+    assert baseline == result.iteration_times_ms
+    run = lambda *args: json.loads(subprocess.run([cli, *args], capture_output=True, check=True, text=True).stdout)
+    replay = run("replay", "--json", str(example_trace))
+    assert [it["simulated_ms"] for it in replay["iterations"]] == pytest.approx(baseline, abs=1e-6)
+    # The bundled trace replays exactly: each iteration is its measured range, to the ns.
+    assert result.iteration_times_ns == result.measured_iteration_times_ns
+    assert prediction.baseline_ns == sorted(result.iteration_times_ns)[1]  # the lower middle of 4
+    predicted = run("predict", "--json", "--scenario", "amp", str(example_trace))
+    assert predicted["iteration_rule"]["measure"] == "range"
+    assert [it["baseline_ms"] for it in predicted["iterations"]] == pytest.approx(baseline, abs=1e-6)
+
+
+def test_optimizer_steps_end_iterations_without_step_marks(tmp_path):
+    t = KinetoJson()
+    for k in range(3):
+        t.cpu_op("aten::mm", 100 * k, 40)
+        t.annotation("Optimizer.step#SGD.step", 100 * k + 50, 20)
+    g = daydream.load(t.write(tmp_path / "optimizer_steps.json"))
+    assert g.iterations == ["optimizer step 2", "optimizer step 3"]
+    assert g.iteration_rule["measure"] == "end_to_end"
+    assert g.simulate().iteration_times_ns == [100_000, 100_000]
+    prediction = daydream.predict(g, "faster_gpu:factor=2")
+    assert list(prediction.iterations["name"]) == ["optimizer step 2", "optimizer step 3"]
+
+
+def test_a_trace_without_iterations_has_no_median_row(tmp_path, cli):
+    t = KinetoJson()
+    t.cpu_op("aten::mm", 0, 30)
+    t.launch("sgemm", 10, 1, kernel_ts=20, kernel_dur=40)
+    path = str(t.write(tmp_path / "unmarked.json"))
+    out = subprocess.run([cli, "predict", path, "--scenario", "faster_gpu:factor=2"], capture_output=True, check=True,
+                         text=True).stdout
+    rows = [line.split()[0] for line in out.splitlines()[5:] if line.strip()]
+    assert "median" not in rows
+    assert "iterations: no iterations: no CPU range is named" in out
+    assert any(line.startswith("total (whole run)") for line in out.splitlines())
+    sweep = subprocess.run([cli, "sweep", path, "--scenario", "faster_gpu:factor=2"], capture_output=True, check=True,
+                           text=True).stdout
+    assert "each row gives the whole run" in sweep

@@ -189,7 +189,8 @@ def test_to_dict_is_the_cli_json(one_kernel):
     path, g = one_kernel
     p = daydream.predict(g, "faster_gpu:factor=2")
     d = p.to_dict()
-    assert list(d) == ["trace", "scenario", "iterations", "total", "median", "speedup", "critical_path", "notes"]
+    assert list(d) == ["trace", "scenario", "iteration_rule", "iterations", "total", "median", "speedup", "critical_path",
+                       "notes"]
     assert d["trace"] == g.source_path == str(path)
     assert d["scenario"] == "faster_gpu:factor=2"
     assert d["iterations"] == [{"name": "ProfilerStep#1", "baseline_ms": 0.2, "predicted_ms": 0.15, "measured_ms": 0.2}]

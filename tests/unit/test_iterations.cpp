@@ -232,12 +232,100 @@ TEST_CASE("iterations: a user pattern picks its ranges, measured start to start"
 
 TEST_CASE("iterations: describe() says which ranges and how they are measured", "[graph][iterations]") {
   IterationRule rule;
-  CHECK(describe(rule).rfind("no iterations: no CPU range is named ProfilerStep#N, step N, iteration N or iter N", 0) ==
+  CHECK(describe(rule).rfind(
+            "no iterations: no CPU range is named ProfilerStep#N, step N, iteration N, iter N or Optimizer.step#...", 0) ==
         0);
   rule = {"", "ProfilerStep#N", IterationMeasure::range, "thread 1"};
   CHECK(describe(rule) == "`ProfilerStep#N` ranges on thread 1, each measured as its range");
   rule = {"", "step N", IterationMeasure::start_to_start, "thread 1"};
   CHECK(describe(rule) == "`step N` ranges on thread 1, measured start to start (the last one: its range)");
+  rule = {"", "Optimizer.step#...", IterationMeasure::end_to_end, "thread 1"};
+  CHECK(describe(rule) == "no step marks: iterations between the ends of `Optimizer.step#...` ranges on thread 1, "
+                          "each from one optimizer step's end to the next's (named by the step that ends it)");
+}
+
+// Three optimizer steps (torch.optim's record_function ranges) and no step marks: two iterations,
+// each from one step's end to the next step's end.
+std::string three_optimizer_steps() {
+  return test::KinetoJson()
+      .cpu_op("aten::mm", 0, 40)
+      .annotation("Optimizer.step#SGD.step", 50, 20)
+      .cpu_op("aten::mm", 80, 40)
+      .annotation("Optimizer.step#SGD.step", 130, 30)
+      .cpu_op("aten::mm", 170, 40)
+      .annotation("Optimizer.step#SGD.step", 220, 20)
+      .cpu_op("aten::add_", 225, 10)
+      .str();
+}
+
+TEST_CASE("iterations: without step marks, optimizer steps end the iterations", "[graph][iterations]") {
+  const Graph g = test::graph_of(three_optimizer_steps());
+  CHECK(g.iteration_rule.form == "Optimizer.step#...");
+  CHECK(g.iteration_rule.measure == IterationMeasure::end_to_end);
+  const auto& its = g.iterations();
+  REQUIRE(its.size() == 2);
+  CHECK(its[0].name == "optimizer step 2");
+  CHECK(its[1].name == "optimizer step 3");
+  CHECK(its[0].measured_start_ns == 70 * us);  // the first step's end
+  CHECK(its[0].measured_ns == 90 * us);        // to the second's end (160)
+  CHECK(its[1].measured_start_ns == 160 * us);
+  CHECK(its[1].measured_ns == 80 * us);  // to the third's end (240)
+  CHECK(its[0].to_next_start);
+  CHECK_FALSE(its[1].to_next_start);
+  CHECK(g.task(task_named(g, "aten::mm", 0)).iteration == -1);  // before the first step's end
+  CHECK(g.task(task_named(g, "aten::mm", 1)).iteration == 0);
+  CHECK(g.task(task_named(g, "aten::add_")).iteration == 1);
+  const auto spans = simulated_iteration_spans(g, simulate(g));
+  REQUIRE(spans.size() == 2);
+  CHECK(spans[0].end_ns - spans[0].start_ns == 90 * us);
+  CHECK(spans[1].end_ns - spans[1].start_ns == 80 * us);
+
+  // A step mark wins over the optimizer's steps.
+  const Graph marked = test::graph_of(test::KinetoJson()
+                                          .annotation("ProfilerStep#4", 0, 300)
+                                          .cpu_op("aten::mm", 10, 40)
+                                          .annotation("Optimizer.step#SGD.step", 50, 20)
+                                          .annotation("Optimizer.step#SGD.step", 130, 30)
+                                          .str());
+  CHECK(marked.iteration_rule.form == "ProfilerStep#N");
+  CHECK(marked.iterations().size() == 1);
+}
+
+// ProfilerStep ranges with the profiler's bookkeeping between them and tasks inside, not at their
+// edges: [0, 100) holds an operator at [10, 60); a task at [104, 114) lies between the ranges;
+// [120, 220) holds an operator at [130, 180).
+std::string two_profiler_steps_with_gap_work() {
+  return test::KinetoJson()
+      .annotation("ProfilerStep#1", 0, 100)
+      .cpu_op("aten::mm", 10, 50)
+      .cpu_op("between", 104, 10)
+      .annotation("ProfilerStep#2", 120, 100)
+      .cpu_op("aten::mm", 130, 50)
+      .str();
+}
+
+TEST_CASE("iterations: the replay of the unmodified graph gives each measured window to the ns",
+          "[graph][iterations]") {
+  const Graph g = test::graph_of(two_profiler_steps_with_gap_work());
+  REQUIRE(g.iterations().size() == 2);
+  const auto spans = simulated_iteration_spans(g, simulate(g));
+  REQUIRE(spans.size() == 2);
+  CHECK(spans[0].start_ns == 0);
+  CHECK(spans[0].end_ns == 100 * us);
+  CHECK(spans[1].start_ns == 120 * us);
+  CHECK(spans[1].end_ns == 220 * us);
+}
+
+TEST_CASE("iterations: a wait a change adds before a range's first task counts in that iteration",
+          "[graph][iterations]") {
+  Graph g = test::graph_of(two_profiler_steps_with_gap_work());
+  g.set_duration(task_named(g, "between"), 100 * us);  // 90 us longer: the second step's work starts later
+  const auto spans = simulated_iteration_spans(g, simulate(g));
+  REQUIRE(spans.size() == 2);
+  CHECK(spans[0].end_ns - spans[0].start_ns == 100 * us);
+  // It starts where the first ended plus the measured 20 us between them, not 90 us later.
+  CHECK(spans[1].start_ns == 120 * us);
+  CHECK(spans[1].end_ns - spans[1].start_ns == 190 * us);
 }
 
 TEST_CASE("iterations: a start-to-start iteration is simulated to the next one's first task", "[graph][iterations]") {

@@ -5,6 +5,7 @@
 #include "daydream/error.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/report/chrome_trace.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/transform.hpp"
 #include "graph_helpers.hpp"
 #include "trace_builder.hpp"
@@ -60,9 +61,52 @@ TEST_CASE("predict: a 2x faster GPU on a GPU-bound step, iterations and JSON", "
   CHECK(p.iterations[0].predicted_ns == 75 * us);  // the 50 us kernel takes 25 us
   CHECK(p.speedup() == Approx(100.0 / 75.0));
   const std::string json = to_json(p, "t.json");
-  CHECK_THAT(json, Catch::StartsWith("{\"trace\": \"t.json\", \"scenario\": \"faster_gpu:factor=2\", \"iterations\": "
-                                     "[{\"name\": \"ProfilerStep#1\", \"baseline_ms\": 0.1, \"predicted_ms\": 0.075"));
+  CHECK_THAT(json, Catch::StartsWith("{\"trace\": \"t.json\", \"scenario\": \"faster_gpu:factor=2\", \"iteration_rule\": "
+                                     "{\"form\": \"ProfilerStep#N\", \"measure\": \"range\""));
+  CHECK_THAT(json, Catch::Contains("\"iterations\": [{\"name\": \"ProfilerStep#1\", \"baseline_ms\": 0.1, "
+                                   "\"predicted_ms\": 0.075"));
   CHECK_THAT(json, Catch::Contains("\"total\": {\"baseline_ms\": 0.1, \"predicted_ms\": 0.075}"));
+}
+
+// Three ProfilerStep ranges with the profiler's bookkeeping (10 us) between them and an operator
+// inside each; a 60 us kernel per step that the step waits for; a second thread polls (an NCCL
+// watchdog's cudaEventQuery) long after the last step.
+std::string steps_and_a_poller() {
+  KinetoJson json;
+  for (int k = 0; k < 3; ++k) {
+    const double start = 110.0 * k;
+    json.annotation("ProfilerStep#" + std::to_string(k + 1), start, 100)
+        .cpu_op("aten::mm", start + 5, 60)
+        .runtime("cudaLaunchKernel", start + 10, 5, k + 1)
+        .kernel("gemm", start + 20, 60, k + 1)
+        .runtime("cudaDeviceSynchronize", start + 70, 10, 10 + k);
+  }
+  return json.cpu_op("cudaEventQuery", 2000, 5, 2).str();
+}
+
+TEST_CASE("predict: replay, Result and predict share one definition of iteration time", "[predict][iterations]") {
+  const Graph g = graph_of(steps_and_a_poller());
+  const Predictor predictor(g);
+  const ReplayReport replay = make_replay_report(g, simulate(g));
+  const Prediction p = predictor.predict(parse_scenario_spec("faster_gpu:factor=1"));
+  REQUIRE(replay.iterations.size() == 3);
+  REQUIRE(p.iterations.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(replay.iterations[i].simulated_ns == 100 * us);  // the measured range, to the ns
+    CHECK(p.iterations[i].baseline_ns == replay.iterations[i].simulated_ns);
+    CHECK(p.iterations[i].predicted_ns == p.iterations[i].baseline_ns);
+  }
+  CHECK(p.baseline_median_ns == 100 * us);
+}
+
+TEST_CASE("predict: a polling thread does not pin the whole run", "[predict][iterations]") {
+  const Graph g = graph_of(steps_and_a_poller());
+  const SimulationResult r = simulate(g);
+  CHECK(r.makespan_ns == 2005 * us);  // the poller's call ends the simulation...
+  CHECK(run_span_ns(g, r) == 320 * us);  // ...but the run is the main thread's and the GPU's work
+  const Prediction p = Predictor(g).predict(parse_scenario_spec("faster_gpu:factor=2"));
+  CHECK(p.baseline_total_ns == 320 * us);
+  CHECK(p.predicted_total_ns < p.baseline_total_ns);
 }
 
 TEST_CASE("sweep: rows in input order, identical for 1 and 2 threads, errors per row", "[predict][sweep]") {

@@ -47,8 +47,11 @@ struct ReplayReport {
   TimeNs occupancy_hold_ns = 0;
 };
 
-/// Where an iteration ran in a simulation: first start to last end of its live tasks on the
-/// thread holding its ProfilerStep range.
+/// Where an iteration ran in a simulation: its window (IterationRule::measure) on the marking
+/// thread, anchored on that thread's live tasks of the iteration: it opens Iteration::open_offset_ns
+/// before the first starts and closes at the next window's start (measured to the next start) or
+/// close_offset_ns after the last ends. This is daydream's one definition of a simulated
+/// iteration time, used by replay, predict, sweep, validate, bottleneck and the Python Result.
 struct IterationSpan {
   std::size_t index;  ///< into Graph::iterations()
   TimeNs start_ns, end_ns;
