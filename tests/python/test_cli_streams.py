@@ -1,0 +1,51 @@
+"""CLI conventions (issue 17 item 7): results alone on stdout, so `--json > file` is always JSON;
+progress, notes, warnings and errors on stderr."""
+
+import json
+import pathlib
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLE_DIR = REPO / "tests" / "data" / "example"
+EXAMPLE = EXAMPLE_DIR / "synthetic_training.json.gz"
+
+
+def run(cli, *args):
+    return subprocess.run([cli, *map(str, args)], capture_output=True, text=True)
+
+
+# Each --json command, on a folder that holds a layer file beside the trace (skipped with a
+# warning) where the command reads folders.
+JSON_COMMANDS = [
+    ("replay", EXAMPLE_DIR),
+    ("bottleneck", EXAMPLE_DIR),
+    ("predict", EXAMPLE_DIR, "--scenario", "amp"),
+    ("sweep", EXAMPLE_DIR, "--scenario", "faster_gpu:factor=2|4"),
+    ("validate", EXAMPLE, EXAMPLE, "--scenario", "faster_gpu:factor=1"),
+    ("stats", EXAMPLE),
+    ("layers", EXAMPLE),
+    ("gpus",),
+    ("scenarios",),
+]
+
+
+@pytest.mark.parametrize("command", JSON_COMMANDS, ids=lambda c: c[0])
+def test_json_on_stdout_is_json_and_notes_go_to_stderr(cli, command):
+    done = run(cli, *command, "--json")
+    assert done.returncode == 0, done.stderr
+    json.loads(done.stdout)  # nothing else on stdout: no warning, no progress
+    if command[0] in ("replay", "bottleneck", "predict", "sweep"):
+        assert "synthetic_layers.json" in done.stderr  # the skipped layer file, said on stderr
+
+
+def test_errors_go_to_stderr_with_nothing_on_stdout(cli, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "name": "k", "ts": "soon"}]}')
+    for args in (("replay", bad, "--json"), ("predict", EXAMPLE, "--scenario", "nope", "--json"), ("rplay", EXAMPLE)):
+        done = run(cli, *args)
+        assert done.returncode != 0
+        assert done.stdout == ""
+        assert done.stderr.startswith("error: ")
+    assert "replay" in run(cli, "rplay", EXAMPLE).stderr  # the suggestion
