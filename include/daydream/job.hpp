@@ -131,6 +131,7 @@ struct RankReport {
   TimeNs held_back_ns = 0;       ///< time others waited for it (as the last arrival)
   std::int64_t last_arrivals = 0;///< collectives it reached last
   TimeNs critical_path_ns = 0;   ///< task time of this rank on the job's critical path
+  TimeNs step_start_ns = -1;     ///< simulated start of its first iteration (-1: none left)
 };
 
 struct JobReport {
@@ -141,8 +142,19 @@ struct JobReport {
   std::vector<RankReport> ranks;
   std::vector<CollectiveTiming> collectives;
   std::int64_t straggler = kNone;  ///< the rank others waited for longest (kNone: nobody waited)
+  /// The rank with the longest simulated step most often over the job's iterations (ties: the
+  /// lower rank); kNone without iterations. It differs from the straggler when the ranks that
+  /// waited for the straggler have the longer steps.
+  std::int64_t slowest_rank = kNone;
+  /// The job's critical path: its length (first task's start to last task's end), that window
+  /// in the simulated run (ns from the origin) and the ranks of its first and last task.
   TimeNs critical_path_ns = 0;
+  TimeNs critical_path_start_ns = 0, critical_path_end_ns = 0;
+  std::int64_t critical_path_first_rank = kNone, critical_path_last_rank = kNone;
   TimeNs max_clock_skew_ns = 0;    ///< largest |clock offset| estimated
+  /// Sentences that explain the numbers: why the straggler and the slowest rank differ, what the
+  /// critical path covers (explain_job).
+  std::vector<std::string> explanations;
 };
 
 /// Measured vs simulated per rank and for the job, who waited for whom, and the critical path

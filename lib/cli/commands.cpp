@@ -83,7 +83,7 @@ void print_job_collectives(const JobReport& r) {
     fmt::print("\nstraggler: rank {} (the others waited {} ms for it, last at {} collectives); critical path {} ms\n",
                s.rank, table_ms(s.held_back_ns), s.last_arrivals, table_ms(r.critical_path_ns));
   }
-  for (const auto& warning : r.warnings) fmt::print("warning: {}\n", warning);
+  for (const auto& line : r.explanations) fmt::print("  - {}\n", line);  // warnings went to stderr at load
 }
 
 void print_stats_table(const GraphStats& s) {
@@ -284,9 +284,12 @@ const std::string& CommonOptions::trace_file(std::string_view command) const {
 Graph load_job_input(const CommonOptions& options) {
   std::vector<std::string> skipped;
   Graph job = load_job({options.traces.begin(), options.traces.end()}, {options.graph_options(), 0, &skipped});
-  if (!skipped.empty())
+  if (job.job()) {  // the job's warnings hold the skipped files too; `replay --json` lists them again
+    for (const auto& warning : job.job()->warnings) spdlog::warn("{}", warning);
+  } else if (!skipped.empty()) {
     spdlog::warn("skipped {} JSON files that are no Chrome trace (no traceEvents: execution traces, configs): {}",
                  skipped.size(), fmt::join(skipped, ", "));
+  }
   return job;
 }
 
@@ -306,11 +309,7 @@ std::string speedup_text(double speedup) {
 
 std::string percent(double ratio) { return std::isfinite(ratio) ? fmt::format("{:+.2f}%", 100.0 * ratio) : "n/a"; }
 
-std::string table_ms(TimeNs ns) {
-  const std::uint64_t magnitude = ns < 0 ? static_cast<std::uint64_t>(-(ns + 1)) + 1 : static_cast<std::uint64_t>(ns);
-  const std::uint64_t us = magnitude / 1000 + (magnitude % 1000 >= 500 ? 1 : 0);
-  return fmt::format("{}{}.{:03d}", ns < 0 && us > 0 ? "-" : "", us / 1000, us % 1000);
-}
+std::string table_ms(TimeNs ns) { return format_ms_us(ns); }
 
 std::string share_text(std::int64_t part, std::int64_t whole) {
   return fmt::format("{:.1f}%", whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);

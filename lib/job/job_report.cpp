@@ -1,7 +1,11 @@
 // The job replay report: measured vs simulated per rank and for the job, who waited for whom
 // at each collective (straggler) and the critical path by rank; and its --json form.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -39,11 +43,13 @@ class RankIndex {
   std::unordered_map<std::int64_t, std::size_t> position_;
 };
 
-void add_rank_iterations(const Graph& graph, const std::vector<TimeNs>& spans, const RankIndex& ranks) {
-  for (std::size_t i = 0; i < graph.iterations().size(); ++i) {
-    const Iteration& it = graph.iterations()[i];
-    if (spans[i] < 0) continue;
-    if (RankReport* r = ranks.find(rank_of(graph, it.first_task))) r->iterations.push_back({it.name, it.measured_ns, spans[i]});
+void add_rank_iterations(const Graph& graph, const SimulationResult& result, const RankIndex& ranks) {
+  for (const IterationSpan& span : simulated_iteration_spans(graph, result)) {
+    const Iteration& it = graph.iterations()[span.index];
+    RankReport* r = ranks.find(rank_of(graph, it.first_task));
+    if (!r) continue;
+    if (r->iterations.empty()) r->step_start_ns = span.start_ns;
+    r->iterations.push_back({it.name, it.measured_ns, span.end_ns - span.start_ns});
   }
 }
 
@@ -96,9 +102,70 @@ void add_collectives(const JobLayout& layout, const SimulationResult& result, co
 
 void add_critical_path(const Graph& graph, const SimulationResult& result, const RankIndex& ranks, JobReport& report) {
   if (result.critical_path.empty()) return;
-  report.critical_path_ns = result.end_ns[result.critical_path.back()] - result.start_ns[result.critical_path.front()];
+  const TaskId first = result.critical_path.front(), last = result.critical_path.back();
+  report.critical_path_start_ns = result.start_ns[first];
+  report.critical_path_end_ns = result.end_ns[last];
+  report.critical_path_ns = report.critical_path_end_ns - report.critical_path_start_ns;
+  report.critical_path_first_rank = rank_of(graph, first);
+  report.critical_path_last_rank = rank_of(graph, last);
   for (TaskId t : result.critical_path)
     if (RankReport* r = ranks.find(rank_of(graph, t))) r->critical_path_ns += result.end_ns[t] - result.start_ns[t];
+}
+
+std::int64_t most_often_slowest(const JobReport& report) {
+  std::map<std::int64_t, std::size_t> count;
+  for (const auto& it : report.iterations) ++count[it.simulated_slowest_rank];
+  if (count.empty()) return kNone;
+  return std::max_element(count.begin(), count.end(), [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+const RankReport* rank_entry(const JobReport& report, std::int64_t rank) {
+  const auto found = std::find_if(report.ranks.begin(), report.ranks.end(), [&](const auto& r) { return r.rank == rank; });
+  return found == report.ranks.end() ? nullptr : &*found;
+}
+
+TimeNs median_step(const RankReport& rank) {
+  std::vector<TimeNs> steps;
+  for (const auto& it : rank.iterations) steps.push_back(it.simulated_ns);
+  return steps.empty() ? 0 : text::median(steps);
+}
+
+/// Why the slowest rank is not the straggler: a rank that reaches the collectives last waits
+/// least, so its own step is short; the ranks that wait for it carry the wait in theirs.
+std::optional<std::string> explain_straggler(const JobReport& report) {
+  const RankReport* straggler = rank_entry(report, report.straggler);
+  const RankReport* slowest = rank_entry(report, report.slowest_rank);
+  if (!straggler || !slowest || straggler == slowest) return std::nullopt;
+  std::string text = fmt::format(
+      "rank {} has the slowest step ({} ms, median) but is not the straggler: it waited {} ms at collectives. "
+      "Rank {} is the straggler: the others waited {} ms for it, last at {} collectives, so it waits least "
+      "({} ms) and its own step is short ({} ms)",
+      slowest->rank, format_ms_us(median_step(*slowest)), format_ms_us(slowest->waited_ns), straggler->rank,
+      format_ms_us(straggler->held_back_ns), straggler->last_arrivals, format_ms_us(straggler->waited_ns),
+      format_ms_us(median_step(*straggler)));
+  if (straggler->step_start_ns >= 0 && slowest->step_start_ns >= 0 && straggler->step_start_ns > slowest->step_start_ns)
+    text += fmt::format("; it starts its first step {} ms after rank {}", format_ms_us(straggler->step_start_ns - slowest->step_start_ns),
+                        slowest->rank);
+  return text;
+}
+
+/// What the critical path covers: its window, and that a rank's step is longer where it starts
+/// before the path does.
+std::string explain_critical_path(const JobReport& report) {
+  return fmt::format("the critical path ({} ms) runs from {} to {} ms of the simulated job, from a task of rank {} to "
+                     "one of rank {}; a step that starts before it (a rank that reached its step early and then "
+                     "waited) is longer than the path",
+                     format_ms_us(report.critical_path_ns), format_ms_us(report.critical_path_start_ns),
+                     format_ms_us(report.critical_path_end_ns), report.critical_path_first_rank,
+                     report.critical_path_last_rank);
+}
+
+std::vector<std::string> explain_job(const JobReport& report) {
+  std::vector<std::string> out;
+  if (auto straggler = explain_straggler(report)) out.push_back(std::move(*straggler));
+  if (report.critical_path_ns > 0) out.push_back(explain_critical_path(report));
+  return out;
 }
 
 }  // namespace
@@ -116,13 +183,15 @@ JobReport make_job_report(const Graph& graph, const SimulationResult& result) {
   }
   const std::vector<TimeNs> spans = simulated_spans(graph, result);
   const RankIndex ranks(report);
-  add_rank_iterations(graph, spans, ranks);
+  add_rank_iterations(graph, result, ranks);
   add_job_iterations(graph, spans, report);
   add_collectives(*layout, result, ranks, report);
   add_critical_path(graph, result, ranks, report);
   TimeNs worst = 0;
   for (const auto& r : report.ranks)
     if (r.held_back_ns > worst) worst = r.held_back_ns, report.straggler = r.rank;
+  report.slowest_rank = most_often_slowest(report);
+  report.explanations = explain_job(report);
   return report;
 }
 
@@ -144,9 +213,15 @@ void write_job(JsonWriter& w, const JobReport& r) {
     w.key("measured_slowest_rank").value(it.measured_slowest_rank);
     w.key("simulated_slowest_rank").value(it.simulated_slowest_rank).end_object();
   }
-  w.end_array().key("straggler").value(r.straggler);
+  w.end_array().key("straggler").value(r.straggler).key("slowest_rank").value(r.slowest_rank);
   w.key("max_clock_skew_ms").milliseconds(r.max_clock_skew_ns);
-  w.key("critical_path_ms").milliseconds(r.critical_path_ns).key("collectives").begin_array();
+  w.key("critical_path_ms").milliseconds(r.critical_path_ns);
+  w.key("critical_path_window_ms").begin_array().milliseconds(r.critical_path_start_ns);
+  w.milliseconds(r.critical_path_end_ns).end_array();
+  w.key("critical_path_ranks").begin_array().value(r.critical_path_first_rank).value(r.critical_path_last_rank).end_array();
+  w.key("explanations").begin_array();
+  for (const auto& line : r.explanations) w.value(line);
+  w.end_array().key("collectives").begin_array();
   for (const auto& c : r.collectives) {
     w.begin_object().key("group").value(c.group).key("name").value(c.name).key("sequence").value(c.sequence);
     w.key("bytes").value(c.bytes).key("last_rank").value(c.last_rank).key("wait_ms").milliseconds(c.wait_ns);
@@ -175,6 +250,9 @@ std::string to_json(const JobReport& r) {
     }
     w.end_array().key("waited_ms").milliseconds(rank.waited_ns).key("held_back_ms").milliseconds(rank.held_back_ns);
     w.key("last_arrivals").value(rank.last_arrivals).key("critical_path_ms").milliseconds(rank.critical_path_ns);
+    w.key("step_start_ms");
+    if (rank.step_start_ns >= 0) w.milliseconds(rank.step_start_ns);
+    else w.null();
     w.end_object();
   }
   w.end_array();

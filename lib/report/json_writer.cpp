@@ -16,6 +16,12 @@ std::string format_ms(TimeNs ns) {
   return fmt::format("{}{}.{}", negative ? "-" : "", magnitude / 1'000'000, fraction);
 }
 
+std::string format_ms_us(TimeNs ns) {
+  const std::uint64_t magnitude = ns < 0 ? static_cast<std::uint64_t>(-(ns + 1)) + 1 : static_cast<std::uint64_t>(ns);
+  const std::uint64_t us = magnitude / 1000 + (magnitude % 1000 >= 500 ? 1 : 0);
+  return fmt::format("{}{}.{:03d}", ns < 0 && us > 0 ? "-" : "", us / 1000, us % 1000);
+}
+
 void JsonWriter::separate() {
   if (after_key_) {
     after_key_ = false;

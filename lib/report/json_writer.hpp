@@ -39,5 +39,8 @@ class JsonWriter {
 
 /// "176.078" for 176078000 ns.
 std::string format_ms(TimeNs ns);
+/// For people: ms with a fixed 3 decimals (to the us, rounded half away from zero), "21.114" for
+/// 21114094 ns, so that columns align.
+std::string format_ms_us(TimeNs ns);
 
 }  // namespace daydream

@@ -108,3 +108,30 @@ def test_dlrm_job_within_two_percent():
     for rank in report["ranks"]:
         assert abs(rank["iterations"][0]["error"]) < 0.02
     assert abs(report["job"]["iterations"][0]["error"]) < 0.02
+
+
+def test_job_accessors_and_short_repr(job_dir):
+    job = daydream.load(job_dir)
+    assert job.straggler == 1
+    frame = job.ranks_frame()
+    assert list(frame.columns) == ["rank", "iteration", "measured_ms", "simulated_ms", "error", "waited_ms",
+                                   "held_back_ms", "last_arrivals", "critical_path_ms", "clock_offset_ms",
+                                   "step_start_ms", "trace"]
+    assert list(frame["rank"]) == [0, 1] and list(frame["measured_ms"]) == [0.69, 0.69]
+    assert frame.attrs["straggler"] == 1
+    assert frame.attrs["explanations"] and "critical path" in frame.attrs["explanations"][-1]
+    text = repr(job)
+    assert text.startswith(f'<daydream.Graph job: 2 of 2 ranks, traces in "{job_dir}/": ')
+    assert "rank0.json" not in text  # the folder, not every trace
+    single = daydream.load(job_dir / "rank0.json")
+    assert single.straggler is None
+    with pytest.raises(daydream.Error, match="not a multi-rank job graph"):
+        single.ranks_frame()
+
+
+@pytest.mark.skipif(not DLRM.is_dir(), reason="shared traces absent")
+def test_dlrm_says_why_the_straggler_is_not_the_slowest_rank():
+    frame = daydream.load(DLRM).ranks_frame()
+    assert frame.attrs["straggler"] == 7 and frame.attrs["slowest_rank"] == 1
+    assert frame.attrs["explanations"][0].startswith("rank 1 has the slowest step")
+    assert frame.loc[frame["rank"] == 7, "step_start_ms"].item() > frame.loc[frame["rank"] == 1, "step_start_ms"].item()

@@ -255,6 +255,22 @@ TEST_CASE("real DLRM job: 8 ranks, each step and the job's within 2%", "[job][re
   CHECK(report.iterations[0].measured_ns == 19'901'000);  // rank 1's ProfilerStep
   CHECK(std::abs(report.iterations[0].error()) < 0.02);
   CHECK(report.straggler == 7);
+  // The slowest step is rank 1's, which waited for rank 7: the report says why they differ and
+  // what window the critical path covers (it starts on rank 7, which started its step last).
+  CHECK(report.slowest_rank == 1);
+  REQUIRE(report.explanations.size() == 2);
+  CHECK_THAT(report.explanations[0], Catch::StartsWith("rank 1 has the slowest step (19.865 ms, median) but is not "
+                                                       "the straggler: it waited 11.141 ms at collectives. Rank 7 is "
+                                                       "the straggler"));
+  CHECK_THAT(report.explanations[0], Catch::EndsWith("it starts its first step 7.513 ms after rank 1"));
+  CHECK(report.critical_path_end_ns - report.critical_path_start_ns == report.critical_path_ns);
+  CHECK(report.critical_path_first_rank == 7);
+  CHECK(report.critical_path_start_ns == report.ranks[7].step_start_ns);
+  CHECK_THAT(report.explanations[1], Catch::StartsWith("the critical path (13.319 ms) runs from 7.513 to 20.832 ms"));
+  const std::string json = to_json(report);
+  CHECK_THAT(json, Catch::Contains(R"("straggler": 7, "slowest_rank": 1,)"));
+  CHECK_THAT(json, Catch::Contains(R"("critical_path_window_ms": [7.513)"));
+  CHECK_THAT(json, Catch::Contains(R"("critical_path_ranks": [7, 4], "explanations": ["rank 1 has)"));
 
   const Predictor predictor(job);
   const Prediction slower = predictor.predict(parse_scenario_spec("network:latency=1ms"));

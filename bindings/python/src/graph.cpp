@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "common.hpp"
+#include "daydream/job.hpp"
 #include "daydream/report/replay.hpp"
 
 namespace daydream::python {
@@ -66,6 +67,33 @@ py::object tasks_frame(const GraphPtr& box) {
   columns["recorded_start_ns"] = int64_column(numpy, recorded_start);
   tasks.write_tail(columns, numpy, /*with_op=*/true);
   return pandas.attr("DataFrame")(columns);
+}
+
+}  // namespace
+
+
+namespace {
+
+/// A job's traces as one line: their common folder and count, not every path.
+std::string job_source(const JobLayout& job) {
+  std::string folder = job.ranks.empty() ? std::string() : job.ranks.front().trace;
+  for (const RankInfo& r : job.ranks) {
+    std::size_t same = 0;
+    while (same < folder.size() && same < r.trace.size() && folder[same] == r.trace[same]) ++same;
+    folder.resize(same);
+  }
+  folder.resize(folder.rfind('/') == std::string::npos ? 0 : folder.rfind('/') + 1);
+  const std::string world = job.world_size > 0 ? " of " + std::to_string(job.world_size) : "";
+  return "job: " + std::to_string(job.ranks.size()) + world + " ranks, traces in \"" +
+         (folder.empty() ? "./" : folder) + "\"";
+}
+
+std::string graph_repr(const GraphPtr& g) {
+  const Graph& graph = g->graph;
+  const std::string source = graph.job() ? job_source(*graph.job()) : "\"" + graph.source_path + "\"";
+  return "<daydream.Graph " + source + ": " + std::to_string(graph.num_live_tasks()) + " tasks, " +
+         std::to_string(graph.num_edges()) + " edges, " + std::to_string(graph.units().size()) + " units, " +
+         std::to_string(graph.iterations().size()) + " iterations>";
 }
 
 }  // namespace
@@ -206,12 +234,8 @@ void init_graph(py::module_& m) {
       .def("tasks_frame", &tasks_frame,
            "A pandas DataFrame with one row per live task: id, name, kind, unit, duration_ns, recorded_start_ns, "
            "iteration, phase, layer, op. Needs pandas (ImportError otherwise).")
-      .def("__repr__", [](const GraphPtr& g) {
-             return "<daydream.Graph \"" + g->graph.source_path + "\": " + std::to_string(g->graph.num_live_tasks()) +
-                    " tasks, " + std::to_string(g->graph.num_edges()) + " edges, " +
-                    std::to_string(g->graph.units().size()) + " units, " +
-                    std::to_string(g->graph.iterations().size()) + " iterations>";
-           }, "Source, task, edge, unit and iteration counts.");
+      .def("__repr__", &graph_repr, "Source (for a job: its ranks and their traces' folder), task, edge, unit and "
+                                    "iteration counts.");
 }
 
 }  // namespace daydream::python

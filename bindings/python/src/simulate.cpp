@@ -9,6 +9,7 @@
 #include <shared_mutex>
 
 #include "common.hpp"
+#include "daydream/error.hpp"
 #include "daydream/job.hpp"
 #include "daydream/report/replay.hpp"
 #include "daydream/transform.hpp"
@@ -91,6 +92,44 @@ std::vector<double> to_ms(const std::vector<TimeNs>& ns) {
   out.reserve(ns.size());
   for (TimeNs v : ns) out.push_back(ms(v));
   return out;
+}
+
+/// The job report of a job graph's replay (trace order), computed without the GIL.
+JobReport job_report(const GraphPtr& box) {
+  py::gil_scoped_release release;
+  std::shared_lock lock(box->mutex);
+  return make_job_report(box->graph, simulate(box->graph));
+}
+
+py::object job_straggler(const GraphPtr& box) {
+  if (!box->graph.job()) return py::none();
+  const std::int64_t straggler = job_report(box).straggler;
+  return straggler == kNone ? py::none() : py::object(py::int_(straggler));
+}
+
+/// One row per rank and iteration of the job's replay.
+py::object ranks_frame(const GraphPtr& box) {
+  if (!box->graph.job())
+    throw Error(box->graph.source_path + ": ranks_frame: not a multi-rank job graph (load every rank's trace)");
+  py::module_ pandas = import_optional("pandas", "Graph.ranks_frame");
+  const JobReport report = job_report(box);
+  py::list rank, iteration, measured, simulated, error, waited, held_back, last, path, offset, start, trace;
+  for (const RankReport& r : report.ranks)
+    for (const IterationTime& it : r.iterations) {
+      rank.append(r.rank), iteration.append(it.name), measured.append(ms(it.measured_ns));
+      simulated.append(ms(it.simulated_ns)), error.append(it.error()), waited.append(ms(r.waited_ns));
+      held_back.append(ms(r.held_back_ns)), last.append(r.last_arrivals), path.append(ms(r.critical_path_ns));
+      offset.append(ms(r.clock_offset_ns)), start.append(ms(r.step_start_ns)), trace.append(r.trace);
+    }
+  py::object frame = pandas.attr("DataFrame")(py::dict(
+      "rank"_a = rank, "iteration"_a = iteration, "measured_ms"_a = measured, "simulated_ms"_a = simulated,
+      "error"_a = error, "waited_ms"_a = waited, "held_back_ms"_a = held_back, "last_arrivals"_a = last,
+      "critical_path_ms"_a = path, "clock_offset_ms"_a = offset, "step_start_ms"_a = start, "trace"_a = trace));
+  frame.attr("attrs")["straggler"] = report.straggler == kNone ? py::none() : py::object(py::int_(report.straggler));
+  frame.attr("attrs")["slowest_rank"] =
+      report.slowest_rank == kNone ? py::none() : py::object(py::int_(report.slowest_rank));
+  frame.attr("attrs")["explanations"] = report.explanations;
+  return frame;
 }
 
 TaskId simulated_id(const ResultData& r, py::handle task) {
@@ -195,6 +234,15 @@ void init_simulate(py::module_& m) {
            "runs (lowest priority first, ties to the lower id): None or \"trace_order\" (recorded start), "
            "\"fifo\" (the task ready first), a dict {task or id: priority} or a callable Task -> priority "
            "(None keeps trace order for that task). Runs without the GIL; raises daydream.Error for a cycle.")
+      .def_property_readonly("straggler", &job_straggler,
+                             "A job graph's straggler: the rank the others waited for longest at collectives in "
+                             "its replay (None: a single trace, or nobody waited). Simulates the job.")
+      .def("ranks_frame", &ranks_frame,
+           "A job graph's replay per rank: a pandas DataFrame with one row per rank and iteration (rank, "
+           "iteration, measured_ms, simulated_ms, error, waited_ms, held_back_ms, last_arrivals, "
+           "critical_path_ms, clock_offset_ms, step_start_ms, trace) and attrs straggler, slowest_rank and "
+           "explanations (why they differ; what the critical path covers). Raises daydream.Error for a "
+           "single trace.")
       .def("replay", [](const GraphPtr& g, py::object schedule) {
              std::string json;
              run(g, schedule, &json);
