@@ -21,7 +21,7 @@ void print_named(const std::vector<NamedTime>& rows, std::string_view title, std
   if (rows.empty()) return;
   fmt::print("\n{}\n  {:<{}} {:>12} {:>7} {:>7}\n", title, what, kNameWidth, "ms", "share", "tasks");
   for (std::size_t i = 0; i < std::min(kTopRows, rows.size()); ++i)
-    fmt::print("  {:<{}} {:>12} {:>7} {:>7}\n", cut(rows[i].name), kNameWidth, table_ms(rows[i].ns),
+    fmt::print("  {:<{}} {:>12} {:>7} {:>7}\n", cut(rows[i].name), kNameWidth, format_ms_us(rows[i].ns),
                share_text(rows[i].ns, path_ns), rows[i].tasks);
   if (rows.size() > kTopRows) fmt::print("  ({} more)\n", rows.size() - kTopRows);
 }
@@ -43,9 +43,9 @@ void print_streams(const std::vector<StreamIdle>& streams) {
 void print_report(const BottleneckReport& r, const std::string& trace) {
   fmt::print("trace: {}\n", trace);
   if (r.iterations > 0)
-    fmt::print("{} iterations, median {} ms; window {} to {} ms\n", r.iterations, table_ms(r.iteration_ns),
-               table_ms(r.window_start_ns), table_ms(r.window_end_ns));
-  else fmt::print("no iterations marked: the whole run, {} ms\n", table_ms(r.window_end_ns - r.window_start_ns));
+    fmt::print("{} iterations, median {} ms; window {} to {} ms\n", r.iterations, format_ms_us(r.iteration_ns),
+               format_ms_us(r.window_start_ns), format_ms_us(r.window_end_ns));
+  else fmt::print("no iterations marked: the whole run, {} ms\n", format_ms_us(r.window_end_ns - r.window_start_ns));
   print_critical_path(r.critical_path, "critical path inside the iterations");
   print_named(r.by_operator, "top operators on the critical path (innermost operator of each task)", "operator",
               r.critical_path.length_ns);

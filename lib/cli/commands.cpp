@@ -31,32 +31,32 @@ void print_replay_table(const ReplayReport& r) {
   fmt::print("trace: {}\niterations: {}\n\n{:<24} {:>14} {:>14} {:>9}\n", r.trace, describe(r.iteration_rule),
              "iteration", "measured ms", "simulated ms", "error");
   for (const auto& it : r.iterations)
-    fmt::print("{:<24} {:>14} {:>14} {:>9}\n", it.name, table_ms(it.measured_ns), table_ms(it.simulated_ns),
+    fmt::print("{:<24} {:>14} {:>14} {:>9}\n", it.name, format_ms_us(it.measured_ns), format_ms_us(it.simulated_ns),
                percent(it.error()));
-  fmt::print("{:<24} {:>14} {:>14} {:>9}\n\n", "span (GPU)", table_ms(r.span.measured_ns),
-             table_ms(r.span.simulated_ns), percent(r.span.error()));
+  fmt::print("{:<24} {:>14} {:>14} {:>9}\n\n", "span (GPU)", format_ms_us(r.span.measured_ns),
+             format_ms_us(r.span.simulated_ns), percent(r.span.error()));
   fmt::print("{:<40} {:>12} {:>10} {:>8}\n", "unit", "busy ms", "tasks", "util");
   for (const auto& u : r.units)
-    fmt::print("{:<40} {:>12} {:>10} {:>7.1f}%\n", u.name, table_ms(u.busy_ns), u.tasks, 100.0 * u.utilization);
+    fmt::print("{:<40} {:>12} {:>10} {:>7.1f}%\n", u.name, format_ms_us(u.busy_ns), u.tasks, 100.0 * u.utilization);
   const auto& cp = r.critical_path;
-  fmt::print("\ncritical path: {} ms over {} tasks;", table_ms(cp.length_ns), cp.tasks);
+  fmt::print("\ncritical path: {} ms over {} tasks;", format_ms_us(cp.length_ns), cp.tasks);
   for (std::size_t k = 0; k < kTaskKindCount; ++k)
-    if (cp.time_by_kind_ns[k] > 0) fmt::print(" {} {} ms,", to_string(static_cast<TaskKind>(k)), table_ms(cp.time_by_kind_ns[k]));
-  fmt::print(" waiting {} ms\n", table_ms(cp.waiting_ns));
+    if (cp.time_by_kind_ns[k] > 0) fmt::print(" {} {} ms,", to_string(static_cast<TaskKind>(k)), format_ms_us(cp.time_by_kind_ns[k]));
+  fmt::print(" waiting {} ms\n", format_ms_us(cp.waiting_ns));
   if (r.occupancy_holds > 0)
     fmt::print("GPU occupancy: {} tasks held back for another stream's GPU-filling kernel, {} ms in all\n",
-               r.occupancy_holds, table_ms(r.occupancy_hold_ns));
+               r.occupancy_holds, format_ms_us(r.occupancy_hold_ns));
 }
 
 std::string rank_text(std::int64_t rank) { return rank == kNone ? "-" : fmt::format("rank {}", rank); }
 
 void print_job_iterations(const JobReport& r) {
   fmt::print("job: {} ranks traced of {}; largest clock offset {} ms\n\n{:<20} {:>22} {:>22} {:>9}\n",
-             r.ranks.size(), r.world_size, table_ms(r.max_clock_skew_ns), "job iteration", "measured ms (slowest)",
+             r.ranks.size(), r.world_size, format_ms_us(r.max_clock_skew_ns), "job iteration", "measured ms (slowest)",
              "simulated ms (slowest)", "error");
   for (const auto& it : r.iterations)
-    fmt::print("{:<20} {:>12} {:>9} {:>12} {:>9} {:>9}\n", it.name, table_ms(it.measured_ns),
-               rank_text(it.measured_slowest_rank), table_ms(it.simulated_ns), rank_text(it.simulated_slowest_rank),
+    fmt::print("{:<20} {:>12} {:>9} {:>12} {:>9} {:>9}\n", it.name, format_ms_us(it.measured_ns),
+               rank_text(it.measured_slowest_rank), format_ms_us(it.simulated_ns), rank_text(it.simulated_slowest_rank),
                percent(it.error()));
 }
 
@@ -66,9 +66,9 @@ void print_job_ranks(const JobReport& r) {
   for (const auto& rank : r.ranks)
     for (const auto& it : rank.iterations)
       fmt::print("{:<6} {:>10} {:>12} {:>12} {:>9} {:>10} {:>12} {:>6} {:>10}  {}\n", rank.rank,
-                 table_ms(rank.clock_offset_ns), table_ms(it.measured_ns), table_ms(it.simulated_ns),
-                 percent(it.error()), table_ms(rank.waited_ns), table_ms(rank.held_back_ns), rank.last_arrivals,
-                 table_ms(rank.critical_path_ns), rank.trace);
+                 format_ms_us(rank.clock_offset_ns), format_ms_us(it.measured_ns), format_ms_us(it.simulated_ns),
+                 percent(it.error()), format_ms_us(rank.waited_ns), format_ms_us(rank.held_back_ns), rank.last_arrivals,
+                 format_ms_us(rank.critical_path_ns), rank.trace);
 }
 
 void print_job_collectives(const JobReport& r) {
@@ -77,11 +77,11 @@ void print_job_collectives(const JobReport& r) {
   for (const auto& c : r.collectives)
     fmt::print("{:<28} {:>12} {:>9} {:>10} {:>12} {:>9}\n", fmt::format("{} #{} ({})", c.name, c.sequence, c.group),
                c.bytes == kNone ? std::string("?") : std::to_string(c.bytes), rank_text(c.last_rank),
-               table_ms(c.wait_ns), table_ms(c.transfer_ns), c.on_critical_path ? "yes" : "");
+               format_ms_us(c.wait_ns), format_ms_us(c.transfer_ns), c.on_critical_path ? "yes" : "");
   if (r.straggler != kNone) {
     const auto& s = *std::find_if(r.ranks.begin(), r.ranks.end(), [&](const auto& x) { return x.rank == r.straggler; });
     fmt::print("\nstraggler: rank {} (the others waited {} ms for it, last at {} collectives); critical path {} ms\n",
-               s.rank, table_ms(s.held_back_ns), s.last_arrivals, table_ms(r.critical_path_ns));
+               s.rank, format_ms_us(s.held_back_ns), s.last_arrivals, format_ms_us(r.critical_path_ns));
   }
   for (const auto& line : r.explanations) fmt::print("  - {}\n", line);  // warnings went to stderr at load
 }
@@ -105,7 +105,7 @@ void print_stats_table(const GraphStats& s) {
   fmt::print("\nimport report\n");
   for (const auto& stat : s.report)
     fmt::print("  {:<40} {:<9} {:>8}  {}{}\n", stat.key, to_string(stat.severity), stat.count,
-               stat.total_ns > 0 ? fmt::format("[{} ms] ", table_ms(stat.total_ns)) : std::string(), stat.description);
+               stat.total_ns > 0 ? fmt::format("[{} ms] ", format_ms_us(stat.total_ns)) : std::string(), stat.description);
 }
 
 void print_catalogue_table() {
@@ -117,7 +117,7 @@ void print_catalogue_table() {
 
 void print_layer_table(const LayerReport& r) {
   fmt::print("trace: {}\nGPU time attributed to a layer: {:.1f}% of {} ms; CPU time: {:.1f}% of {} ms\n\n", r.trace,
-             100.0 * r.gpu_coverage(), table_ms(r.gpu_total_ns), 100.0 * r.cpu_coverage(), table_ms(r.cpu_total_ns));
+             100.0 * r.gpu_coverage(), format_ms_us(r.gpu_total_ns), 100.0 * r.cpu_coverage(), format_ms_us(r.cpu_total_ns));
   if (r.rows.empty()) {  // rather than an empty table: where layers come from, and what to use meanwhile
     fmt::print("no task has a layer: the trace marks none (NVTX ranges, record_function, module hooks: "
                "docs/layers.md); give --layers FILE, or see time by operator with `daydream bottleneck`\n");
@@ -125,8 +125,8 @@ void print_layer_table(const LayerReport& r) {
   }
   fmt::print("{:<60} {:<9} {:>12} {:>12} {:>8}\n", "layer", "phase", "GPU ms", "CPU ms", "kernels");
   for (const auto& row : r.rows)
-    fmt::print("{:<60} {:<9} {:>12} {:>12} {:>8}\n", row.layer, to_string(row.phase), table_ms(row.gpu_ns),
-               table_ms(row.cpu_ns), row.kernels);
+    fmt::print("{:<60} {:<9} {:>12} {:>12} {:>8}\n", row.layer, to_string(row.phase), format_ms_us(row.gpu_ns),
+               format_ms_us(row.cpu_ns), row.kernels);
 }
 
 // --- predict ---
@@ -138,7 +138,7 @@ std::string iteration_speedup(TimeNs baseline_ns, TimeNs predicted_ns) {
 }
 
 void print_time_row(std::string_view name, TimeNs baseline_ns, TimeNs predicted_ns) {
-  fmt::print("{:<24} {:>14} {:>14} {:>9}\n", name, table_ms(baseline_ns), table_ms(predicted_ns),
+  fmt::print("{:<24} {:>14} {:>14} {:>9}\n", name, format_ms_us(baseline_ns), format_ms_us(predicted_ns),
              iteration_speedup(baseline_ns, predicted_ns));
 }
 
@@ -146,11 +146,11 @@ void print_time_row(std::string_view name, TimeNs baseline_ns, TimeNs predicted_
 
 void print_critical_path(const PathBreakdown& path, std::string_view title) {
   const auto dominant = static_cast<std::size_t>(path.dominant());
-  fmt::print("\n{}: {} ms, dominated by {} ({})\n", title, table_ms(path.length_ns),
+  fmt::print("\n{}: {} ms, dominated by {} ({})\n", title, format_ms_us(path.length_ns),
              to_string(path.dominant()), share_text(path.by_category_ns[dominant], path.length_ns));
   fmt::print("  {:<22} {:>12} {:>7}\n", "category", "ms", "share");
   for (std::size_t c = 0; c < kPathCategoryCount; ++c)
-    fmt::print("  {:<22} {:>12} {:>7}\n", to_string(static_cast<PathCategory>(c)), table_ms(path.by_category_ns[c]),
+    fmt::print("  {:<22} {:>12} {:>7}\n", to_string(static_cast<PathCategory>(c)), format_ms_us(path.by_category_ns[c]),
                share_text(path.by_category_ns[c], path.length_ns));
   if (path.by_layer_ns.empty()) return;
   if (path.by_layer_ns.size() == 1 && path.by_layer_ns[0].first == "(no layer)") {
@@ -160,7 +160,7 @@ void print_critical_path(const PathBreakdown& path, std::string_view title) {
   fmt::print("\ntop layers on the critical path\n  {:<60} {:>12} {:>7}\n", "layer", "ms", "share");
   for (std::size_t i = 0; i < std::min(kTopLayers, path.by_layer_ns.size()); ++i) {
     const auto& [layer, ns] = path.by_layer_ns[i];
-    fmt::print("  {:<60} {:>12} {:>7}\n", layer, table_ms(ns), share_text(ns, path.length_ns));
+    fmt::print("  {:<60} {:>12} {:>7}\n", layer, format_ms_us(ns), share_text(ns, path.length_ns));
   }
   if (path.by_layer_ns.size() > kTopLayers) fmt::print("  ({} more layers)\n", path.by_layer_ns.size() - kTopLayers);
 }
@@ -308,8 +308,6 @@ std::string speedup_text(double speedup) {
 }
 
 std::string percent(double ratio) { return std::isfinite(ratio) ? fmt::format("{:+.2f}%", 100.0 * ratio) : "n/a"; }
-
-std::string table_ms(TimeNs ns) { return format_ms_us(ns); }
 
 std::string share_text(std::int64_t part, std::int64_t whole) {
   return fmt::format("{:.1f}%", whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);

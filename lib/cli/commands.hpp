@@ -124,8 +124,5 @@ std::string speedup_text(double speedup);
 std::string percent(double ratio);
 /// part / whole as "63.2%" (0.0% for an empty whole).
 std::string share_text(std::int64_t part, std::int64_t whole);
-/// A time in a table, in ms with 3 decimals (to the us, rounded half away from zero), so that the
-/// columns align: "21.114" for 21114094 ns. JSON and CSV keep every ns (format_ms).
-std::string table_ms(TimeNs ns);
 
 }  // namespace daydream::cli

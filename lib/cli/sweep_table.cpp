@@ -102,7 +102,7 @@ void print_table(const std::string& trace, const Prediction& baseline, const std
   fmt::print("trace: {}\niterations: {}; each row gives {}\n\n{:<{}}  {:>14} {:>9}  {}\n", trace,
              describe(baseline.iteration_rule), per_row, "scenario", width, "predicted ms", "speedup",
              "critical path: dominant (share)");
-  fmt::print("{:<{}}  {:>14} {:>9}  {}\n", kBaseline, width, table_ms(baseline.baseline_median_ns),
+  fmt::print("{:<{}}  {:>14} {:>9}  {}\n", kBaseline, width, format_ms_us(baseline.baseline_median_ns),
              speedup_text(baseline.speedup()), dominant_text(baseline.critical_path));
   for (const auto& row : rows) {
     if (!row.prediction) {
@@ -110,7 +110,7 @@ void print_table(const std::string& trace, const Prediction& baseline, const std
       continue;
     }
     const Prediction& p = *row.prediction;
-    fmt::print("{:<{}}  {:>14} {:>9}  {}\n", row.spec.text(), width, table_ms(p.predicted_median_ns),
+    fmt::print("{:<{}}  {:>14} {:>9}  {}\n", row.spec.text(), width, format_ms_us(p.predicted_median_ns),
                speedup_text(p.speedup()), dominant_text(p.critical_path));
   }
 }

@@ -17,7 +17,7 @@
 namespace daydream::cli {
 namespace {
 
-std::string ms_or_dash(TimeNs ns) { return ns >= 0 ? table_ms(ns) : "-"; }
+std::string ms_or_dash(TimeNs ns) { return ns >= 0 ? format_ms_us(ns) : "-"; }
 
 /// One run's graph, with the command's --iterations; a missing file fails with its name before
 /// any work (a multi-rank directory is allowed, as in predict).
@@ -30,22 +30,22 @@ Graph load_run(const ValidateOptions& options, const std::string& path, const st
 }
 
 void print_summary_row(std::string_view label, TimeNs predicted_ns, TimeNs measured_ns, double error) {
-  fmt::print("{:<24} {:>14} {:>14} {:>9}\n", label, table_ms(predicted_ns), table_ms(measured_ns), percent(error));
+  fmt::print("{:<24} {:>14} {:>14} {:>9}\n", label, format_ms_us(predicted_ns), format_ms_us(measured_ns), percent(error));
 }
 
 void print_validation(const Validation& v) {
   fmt::print("before: {}\nafter: {}\nscenario: {}\niterations: {}\n\n{:<24} {:>14} {:>14} {:>9}\n", v.before, v.after,
              v.scenario, describe(v.after_rule), "iteration", "predicted ms", "measured ms", "error");
   for (const auto& c : v.iterations)
-    fmt::print("{:<24} {:>14} {:>14} {:>9}{}\n", c.name, ms_or_dash(c.predicted_ns), table_ms(c.measured_ns),
+    fmt::print("{:<24} {:>14} {:>14} {:>9}{}\n", c.name, ms_or_dash(c.predicted_ns), format_ms_us(c.measured_ns),
                percent(c.error()), c.compared ? "" : "  (not compared)");
   fmt::print("\nover {} compared iterations\n", v.compared());
   print_summary_row("median", v.predicted.median_ns, v.measured.median_ns, v.median_error());
   print_summary_row("mean", std::llround(v.predicted.mean_ns), std::llround(v.measured.mean_ns),
                     v.mean_error());
   fmt::print("\nBEFORE replayed: median {} ms (measured {} ms, {}), mean {} ms (measured {} ms, {})\n",
-             table_ms(v.baseline.median_ns), table_ms(v.before_measured.median_ns), percent(v.replay_median_error()),
-             table_ms(std::llround(v.baseline.mean_ns)), table_ms(std::llround(v.before_measured.mean_ns)),
+             format_ms_us(v.baseline.median_ns), format_ms_us(v.before_measured.median_ns), percent(v.replay_median_error()),
+             format_ms_us(std::llround(v.baseline.mean_ns)), format_ms_us(std::llround(v.before_measured.mean_ns)),
              percent(v.replay_mean_error()));
   fmt::print("predicted speedup: {} (median), {} (mean)\n", speedup_text(v.median_speedup()),
              speedup_text(v.mean_speedup()));

@@ -20,13 +20,6 @@ namespace {
 
 std::int64_t rank_of(const Graph& graph, TaskId task) { return graph.units()[graph.task(task).unit].rank; }
 
-/// Per graph iteration: simulated span on its ProfilerStep thread, -1 when it has no task left.
-std::vector<TimeNs> simulated_spans(const Graph& graph, const SimulationResult& result) {
-  std::vector<TimeNs> spans(graph.iterations().size(), -1);
-  for (const IterationSpan& s : simulated_iteration_spans(graph, result)) spans[s.index] = s.end_ns - s.start_ns;
-  return spans;
-}
-
 /// The report's entry of each rank, looked up once per task or participant.
 class RankIndex {
  public:
@@ -43,8 +36,8 @@ class RankIndex {
   std::unordered_map<std::int64_t, std::size_t> position_;
 };
 
-void add_rank_iterations(const Graph& graph, const SimulationResult& result, const RankIndex& ranks) {
-  for (const IterationSpan& span : simulated_iteration_spans(graph, result)) {
+void add_rank_iterations(const Graph& graph, const std::vector<IterationSpan>& spans, const RankIndex& ranks) {
+  for (const IterationSpan& span : spans) {
     const Iteration& it = graph.iterations()[span.index];
     RankReport* r = ranks.find(rank_of(graph, it.first_task));
     if (!r) continue;
@@ -120,11 +113,6 @@ std::int64_t most_often_slowest(const JobReport& report) {
       ->first;
 }
 
-const RankReport* rank_entry(const JobReport& report, std::int64_t rank) {
-  const auto found = std::find_if(report.ranks.begin(), report.ranks.end(), [&](const auto& r) { return r.rank == rank; });
-  return found == report.ranks.end() ? nullptr : &*found;
-}
-
 TimeNs median_step(const RankReport& rank) {
   std::vector<TimeNs> steps;
   for (const auto& it : rank.iterations) steps.push_back(it.simulated_ns);
@@ -133,9 +121,9 @@ TimeNs median_step(const RankReport& rank) {
 
 /// Why the slowest rank is not the straggler: a rank that reaches the collectives last waits
 /// least, so its own step is short; the ranks that wait for it carry the wait in theirs.
-std::optional<std::string> explain_straggler(const JobReport& report) {
-  const RankReport* straggler = rank_entry(report, report.straggler);
-  const RankReport* slowest = rank_entry(report, report.slowest_rank);
+std::optional<std::string> explain_straggler(const JobReport& report, const RankIndex& ranks) {
+  const RankReport* straggler = ranks.find(report.straggler);
+  const RankReport* slowest = ranks.find(report.slowest_rank);
   if (!straggler || !slowest || straggler == slowest) return std::nullopt;
   std::string text = fmt::format(
       "rank {} has the slowest step ({} ms, median) but is not the straggler: it waited {} ms at collectives. "
@@ -161,9 +149,9 @@ std::string explain_critical_path(const JobReport& report) {
                      report.critical_path_last_rank);
 }
 
-std::vector<std::string> explain_job(const JobReport& report) {
+std::vector<std::string> explain_job(const JobReport& report, const RankIndex& ranks) {
   std::vector<std::string> out;
-  if (auto straggler = explain_straggler(report)) out.push_back(std::move(*straggler));
+  if (auto straggler = explain_straggler(report, ranks)) out.push_back(std::move(*straggler));
   if (report.critical_path_ns > 0) out.push_back(explain_critical_path(report));
   return out;
 }
@@ -181,17 +169,17 @@ JobReport make_job_report(const Graph& graph, const SimulationResult& result) {
     report.ranks.push_back({r.rank, r.trace, r.clock_offset_ns, {}, 0, 0, 0, 0});
     report.max_clock_skew_ns = std::max(report.max_clock_skew_ns, std::abs(r.clock_offset_ns));
   }
-  const std::vector<TimeNs> spans = simulated_spans(graph, result);
+  const std::vector<IterationSpan> spans = simulated_iteration_spans(graph, result);
   const RankIndex ranks(report);
-  add_rank_iterations(graph, result, ranks);
-  add_job_iterations(graph, spans, report);
+  add_rank_iterations(graph, spans, ranks);
+  add_job_iterations(graph, iteration_durations(graph, spans), report);
   add_collectives(*layout, result, ranks, report);
   add_critical_path(graph, result, ranks, report);
   TimeNs worst = 0;
   for (const auto& r : report.ranks)
     if (r.held_back_ns > worst) worst = r.held_back_ns, report.straggler = r.rank;
   report.slowest_rank = most_often_slowest(report);
-  report.explanations = explain_job(report);
+  report.explanations = explain_job(report, ranks);
   return report;
 }
 

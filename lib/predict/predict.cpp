@@ -1,7 +1,6 @@
 // Predictor: a base graph, its baseline simulation, and predictions of scenarios against it.
 #include <algorithm>
 #include <limits>
-#include <map>
 
 #include "common/text.hpp"
 #include "daydream/predict.hpp"
@@ -11,14 +10,6 @@
 
 namespace daydream {
 namespace {
-
-/// Per iteration of the graph (in order): simulated time (simulated_iteration_spans), or -1 when
-/// it has no task left.
-std::vector<TimeNs> iteration_times(const Graph& graph, const SimulationResult& result) {
-  std::vector<TimeNs> times(graph.iterations().size(), -1);
-  for (const IterationSpan& span : simulated_iteration_spans(graph, result)) times[span.index] = span.end_ns - span.start_ns;
-  return times;
-}
 
 /// Per job iteration (job_iteration_groups): its slowest rank's time, -1 when no rank has it.
 /// For the graph of one trace, the iteration times themselves.
@@ -37,19 +28,16 @@ TimeNs median_or(std::vector<TimeNs> values, TimeNs fallback) {
   return values.empty() ? fallback : text::median(values);
 }
 
-}  // namespace
-
-std::pair<TimeNs, TimeNs> iteration_window(const Graph& graph, const SimulationResult& result) {
+/// The earliest start to the latest end of the spans; the whole time axis without spans.
+std::pair<TimeNs, TimeNs> window_of(const std::vector<IterationSpan>& spans) {
   TimeNs from = std::numeric_limits<TimeNs>::max(), to = std::numeric_limits<TimeNs>::min();
-  for (const IterationSpan& span : simulated_iteration_spans(graph, result)) {
+  for (const IterationSpan& span : spans) {
     from = std::min(from, span.start_ns);
     to = std::max(to, span.end_ns);
   }
   if (from > to) return {std::numeric_limits<TimeNs>::min(), std::numeric_limits<TimeNs>::max()};
   return {from, to};
 }
-
-namespace {
 
 /// The units whose work is the run: GPU streams, channels, the threads that launch GPU work and
 /// the threads marking iterations.
@@ -64,6 +52,10 @@ std::vector<bool> run_units(const Graph& graph) {
 }
 
 }  // namespace
+
+std::pair<TimeNs, TimeNs> iteration_window(const Graph& graph, const SimulationResult& result) {
+  return window_of(simulated_iteration_spans(graph, result));
+}
 
 TimeNs run_span_ns(const Graph& graph, const SimulationResult& result) {
   const std::vector<bool> in_run = run_units(graph);
@@ -82,7 +74,7 @@ double Prediction::speedup() const {
 
 Predictor::Predictor(Graph base, ScenarioRegistry registry)
     : base_(std::move(base)), registry_(std::move(registry)), baseline_(simulate(base_)) {
-  baseline_iterations_ = job_times(base_, iteration_times(base_, baseline_));
+  baseline_iterations_ = job_times(base_, iteration_durations(base_, simulated_iteration_spans(base_, baseline_)));
   baseline_run_ns_ = run_span_ns(base_, baseline_);
   for (const auto& group : job_iteration_groups(base_)) {
     IterationPrediction measured{base_.iterations()[group.front()].name, 0, 0, 0};
@@ -112,7 +104,8 @@ Prediction Predictor::compare(std::string label, const Graph& changed, const Sim
   Prediction p;
   p.scenario = std::move(label);
   p.iteration_rule = base_.iteration_rule;
-  const std::vector<TimeNs> predicted = job_times(changed, iteration_times(changed, result));
+  const std::vector<IterationSpan> spans = simulated_iteration_spans(changed, result);  // once per prediction
+  const std::vector<TimeNs> predicted = job_times(changed, iteration_durations(changed, spans));
   for (std::size_t i = 0; i < measured_.size(); ++i) {
     if (baseline_iterations_[i] < 0 || i >= predicted.size() || predicted[i] < 0) continue;
     p.iterations.push_back({measured_[i].name, measured_[i].measured_ns, baseline_iterations_[i], predicted[i]});
@@ -121,7 +114,7 @@ Prediction Predictor::compare(std::string label, const Graph& changed, const Sim
   p.predicted_total_ns = run_span_ns(changed, result);
   p.baseline_median_ns = baseline_median_ns();
   p.predicted_median_ns = median_or(predicted, p.predicted_total_ns);
-  const auto [from, to] = iteration_window(changed, result);
+  const auto [from, to] = window_of(spans);
   p.critical_path = break_down_critical_path(changed, result, from, to);
   if (!changed.gpus().empty()) p.gpu = changed.gpus().front().name, p.gpu_memory_bytes = changed.gpus().front().memory_bytes;
   p.gpus = changed.world_size > 0 ? changed.world_size : 1;

@@ -8,16 +8,25 @@
 
 namespace daydream {
 
+namespace {
+
+/// |ns| without overflow at the lowest TimeNs.
+std::uint64_t magnitude_of(TimeNs ns) {
+  return ns < 0 ? static_cast<std::uint64_t>(-(ns + 1)) + 1 : static_cast<std::uint64_t>(ns);
+}
+
+}  // namespace
+
 std::string format_ms(TimeNs ns) {
   const bool negative = ns < 0;
-  const std::uint64_t magnitude = negative ? static_cast<std::uint64_t>(-(ns + 1)) + 1 : static_cast<std::uint64_t>(ns);
+  const std::uint64_t magnitude = magnitude_of(ns);
   std::string fraction = fmt::format("{:06d}", magnitude % 1'000'000);
   while (fraction.size() > 1 && fraction.back() == '0') fraction.pop_back();
   return fmt::format("{}{}.{}", negative ? "-" : "", magnitude / 1'000'000, fraction);
 }
 
 std::string format_ms_us(TimeNs ns) {
-  const std::uint64_t magnitude = ns < 0 ? static_cast<std::uint64_t>(-(ns + 1)) + 1 : static_cast<std::uint64_t>(ns);
+  const std::uint64_t magnitude = magnitude_of(ns);
   const std::uint64_t us = magnitude / 1000 + (magnitude % 1000 >= 500 ? 1 : 0);
   return fmt::format("{}{}.{:03d}", ns < 0 && us > 0 ? "-" : "", us / 1000, us % 1000);
 }

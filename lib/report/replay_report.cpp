@@ -87,6 +87,12 @@ std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const S
   return out;
 }
 
+std::vector<TimeNs> iteration_durations(const Graph& graph, const std::vector<IterationSpan>& spans) {
+  std::vector<TimeNs> times(graph.iterations().size(), -1);
+  for (const IterationSpan& span : spans) times[span.index] = span.end_ns - span.start_ns;
+  return times;
+}
+
 CriticalPathSummary summarize_critical_path(const Graph& graph, const SimulationResult& result) {
   CriticalPathSummary s;
   if (result.critical_path.empty()) return s;

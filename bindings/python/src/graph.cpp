@@ -69,11 +69,6 @@ py::object tasks_frame(const GraphPtr& box) {
   return pandas.attr("DataFrame")(columns);
 }
 
-}  // namespace
-
-
-namespace {
-
 /// A job's traces as one line: their common folder and count, not every path.
 std::string job_source(const JobLayout& job) {
   std::string folder = job.ranks.empty() ? std::string() : job.ranks.front().trace;

@@ -58,6 +58,8 @@ struct IterationSpan {
 };
 /// The spans of the iterations that still have tasks, in index order.
 std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const SimulationResult& result);
+/// Per iteration of the graph (in order): its span's simulated time, -1 for one without a span.
+std::vector<TimeNs> iteration_durations(const Graph& graph, const std::vector<IterationSpan>& spans);
 
 /// Compares a simulation of `graph` with what the trace measured.
 ReplayReport make_replay_report(const Graph& graph, const SimulationResult& result);
