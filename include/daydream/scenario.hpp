@@ -17,6 +17,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -165,6 +166,37 @@ const ScenarioRegistry& builtin_scenarios();
 /// unknown name or parameter, an unreadable value or one out of range; the message lists the
 /// valid names, or the parameters with their ranges and defaults.
 ScenarioParams resolve_params(const Scenario& scenario, const ScenarioSpec& spec);
+
+/// The unit of a kind's canonical values: "bytes/s", "bytes", "ns"; "" for numbers, integers, text.
+std::string_view canonical_unit(ParamKind kind);
+
+/// A parameter's column in a sweep's table (`sweep --csv`, daydream.sweep's DataFrame): its name
+/// and canonical unit, `bandwidth_bytes_per_s`, `bucket_bytes`, `latency_ns`; a number, an integer
+/// or a text keeps its name.
+std::string parameter_column(const ScenarioParam& param);
+
+/// An argument a spec gives, as its column holds it: a number in canonical units ("10Gbps" ->
+/// 1.25e9 in `bandwidth_bytes_per_s`), or the text. `number` is empty for a text and for "auto".
+struct GivenParameter {
+  std::string column;
+  ParamKind kind = ParamKind::number;
+  std::optional<double> number;
+  std::string text;
+};
+
+/// The arguments `spec` gives, in the order written. Throws Error as resolve_params does.
+std::vector<GivenParameter> given_parameters(const Scenario& scenario, const ScenarioSpec& spec);
+
+/// The parameter columns of a sweep's table: every column the specs give, in order of first
+/// appearance (one named like a `reserved` column gets a `param_` prefix), and each spec's
+/// arguments in them (cells[spec][column], empty where the spec does not give it). Throws Error as
+/// resolve_params does, and for an unknown scenario.
+struct ParameterTable {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::optional<GivenParameter>>> cells;
+};
+ParameterTable parameter_table(const std::vector<ScenarioSpec>& specs, const ScenarioRegistry& registry,
+                               const std::vector<std::string>& reserved);
 
 /// resolve_params + apply with the scenario of `registry`: changes `graph` in place.
 ScenarioOutcome apply_scenario(Graph& graph, const ScenarioSpec& spec,

@@ -192,16 +192,6 @@ ScenarioSpec single_spec(const std::string& text) {
 
 // --- scenarios ---
 
-/// The unit of a parameter kind's canonical values.
-std::string_view canonical_unit(ParamKind kind) {
-  switch (kind) {
-    case ParamKind::bandwidth: return "bytes/s";
-    case ParamKind::bytes: return "bytes";
-    case ParamKind::duration: return "ns";
-    default: return "";
-  }
-}
-
 /// A canonical value: whole numbers as integers, others with 6 decimals, +-inf as null.
 void write_number(JsonWriter& w, double value) {
   constexpr double kExactIntegers = 9007199254740992.0;  // 2^53

@@ -1,4 +1,5 @@
-// daydream: what-if analysis of DNN training performance from one trace.
+// daydream's command line: daydream::cli::run parses the arguments and runs one command. The
+// `daydream` program (program.cpp) and `python -m daydream` (the Python module) both call it.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -6,11 +7,13 @@
 
 #include <algorithm>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/run.hpp"
 #include "daydream/error.hpp"
 
 namespace {
@@ -157,9 +160,27 @@ std::optional<std::string> unknown_command(const CLI::App& app, int argc, char**
                      closest.empty() ? "" : fmt::format(" (did you mean '{}'?)", closest));
 }
 
+/// Messages go to stderr, so that stdout holds only the requested output (JSON, CSV, tables). The
+/// logger is not registered by name, so that run() can be called again in the same process (Python);
+/// the previous default logger comes back when run() returns.
+class StderrLogger {
+ public:
+  StderrLogger() : previous_(spdlog::default_logger()) {
+    auto logger = std::make_shared<spdlog::logger>("daydream", std::make_shared<spdlog::sinks::stderr_sink_st>());
+    logger->set_pattern("%l: %v");
+    spdlog::set_default_logger(std::move(logger));
+  }
+  ~StderrLogger() { spdlog::set_default_logger(previous_); }
+  StderrLogger(const StderrLogger&) = delete;
+  StderrLogger& operator=(const StderrLogger&) = delete;
+
+ private:
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
 }  // namespace
 
-int main(int argc, char** argv) {
+int daydream::cli::run(int argc, char** argv) {
   CLI::App app{"daydream: predict what an optimization would do to DNN training time, from one trace"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "daydream " DAYDREAM_VERSION);
@@ -204,9 +225,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   CLI11_PARSE(app, argc, argv);
-  // Messages go to stderr, so that stdout holds only the requested output (JSON, CSV, tables).
-  spdlog::set_default_logger(spdlog::stderr_logger_st("daydream"));
-  spdlog::set_pattern("%l: %v");
+  const StderrLogger logger;
   try {
     if (replay->parsed()) return daydream::cli::run_replay(replay_options);
     if (stats->parsed())

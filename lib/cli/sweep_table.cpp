@@ -2,6 +2,7 @@
 // JSON (docs/cli.md). Output is identical byte for byte across runs and thread counts: rows keep
 // the input order and every number has a fixed format. Progress goes to stderr.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -115,22 +116,58 @@ void print_table(const std::string& trace, const Prediction& baseline, const std
   }
 }
 
-/// With costs, each line goes on with cost_csv_fields (the baseline has no line: see --json).
+constexpr std::string_view kCsvColumns = "scenario,baseline_ms,predicted_ms,speedup,dominant,dominant_share,error";
+
+/// A parameter's cell: a canonical number (whole numbers as integers, others shortest), the text,
+/// or nothing where the row does not give it (or gives "auto").
+std::string parameter_cell(const std::optional<GivenParameter>& cell) {
+  if (!cell) return "";
+  if (cell->kind == ParamKind::text) return csv_field(cell->text);
+  if (!cell->number) return "";
+  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+  const double value = *cell->number;
+  if (value == std::floor(value) && std::abs(value) <= kExactIntegers)
+    return fmt::format("{}", static_cast<std::int64_t>(value));
+  return fmt::format("{}", value);
+}
+
+/// The result columns of a line: kCsvColumns, then the cost columns with --price.
+std::vector<std::string> result_columns(bool costs) {
+  std::vector<std::string> columns;
+  const std::string header = costs ? fmt::format("{},{}", kCsvColumns, cost_csv_header()) : std::string(kCsvColumns);
+  std::string_view rest = header;
+  for (std::size_t comma = 0; comma != std::string_view::npos; rest.remove_prefix(comma + 1)) {
+    comma = rest.find(',');
+    columns.emplace_back(rest.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+  }
+  return columns;
+}
+
+/// With costs, each line goes on with cost_csv_fields (the baseline has no line: see --json); then
+/// the parameters each row gives as daydream.sweep's DataFrame has them (parameter_table): one
+/// column per parameter and canonical unit (`bandwidth_bytes_per_s`).
 void print_csv(const Prediction& baseline, const std::vector<SweepRow>& rows, const SweepCosts* costs) {
-  fmt::print("scenario,baseline_ms,predicted_ms,speedup,dominant,dominant_share,error{}\n",
-             costs ? fmt::format(",{}", cost_csv_header()) : "");
+  const std::vector<std::string> columns = result_columns(costs != nullptr);
+  std::vector<ScenarioSpec> specs;
+  for (const SweepRow& row : rows) specs.push_back(row.spec);
+  const ParameterTable parameters = parameter_table(specs, builtin_scenarios(), columns);
+  std::string header = fmt::format("{}", fmt::join(columns, ","));
+  for (const std::string& column : parameters.columns) fmt::format_to(std::back_inserter(header), ",{}", column);
+  fmt::print("{}\n", header);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const SweepRow& row = rows[i];
     const std::string scenario = csv_field(row.spec.text());
-    const std::string cost = costs ? fmt::format(",{}", cost_csv_fields(costs->rows[i])) : "";
+    std::string tail = costs ? fmt::format(",{}", cost_csv_fields(costs->rows[i])) : "";
+    for (const auto& cell : parameters.cells[i]) fmt::format_to(std::back_inserter(tail), ",{}", parameter_cell(cell));
     if (!row.prediction) {
-      fmt::print("{},{},,,,,{}{}\n", scenario, format_ms(baseline.baseline_median_ns), csv_field(row.error), cost);
+      fmt::print("{},{},,,,,{}{}\n", scenario, format_ms(baseline.baseline_median_ns), csv_field(row.error), tail);
       continue;
     }
     const Prediction& p = *row.prediction;
     fmt::print("{},{},{},{:.6f},{},{:.6f},{}\n", scenario, format_ms(p.baseline_median_ns),
                format_ms(p.predicted_median_ns), p.speedup(), to_string(p.critical_path.dominant()),
-               dominant_share(p.critical_path), cost);
+               dominant_share(p.critical_path), tail);
   }
 }
 

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 
+#include <algorithm>
+
 #include "daydream/error.hpp"
 #include "daydream/scenario.hpp"
 
@@ -224,6 +226,59 @@ ScenarioOutcome apply_scenario(Graph& graph, const ScenarioSpec& spec, const Sce
 
 std::string describe_scenario(const Scenario& scenario) {
   return fmt::format("{}: {}\n parameters:{}", scenario.name, scenario.summary, param_list(scenario));
+}
+
+std::string_view canonical_unit(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::bandwidth: return "bytes/s";
+    case ParamKind::bytes: return "bytes";
+    case ParamKind::duration: return "ns";
+    default: return "";
+  }
+}
+
+std::string parameter_column(const ScenarioParam& param) {
+  switch (param.kind) {
+    case ParamKind::bandwidth: return param.name + "_bytes_per_s";
+    case ParamKind::bytes: return param.name + "_bytes";
+    case ParamKind::duration: return param.name + "_ns";
+    default: return param.name;
+  }
+}
+
+std::vector<GivenParameter> given_parameters(const Scenario& scenario, const ScenarioSpec& spec) {
+  const ScenarioParams params = resolve_params(scenario, spec);
+  std::vector<GivenParameter> given;
+  for (const auto& [key, value] : spec.args) {
+    const ScenarioParam& param =
+        *std::find_if(scenario.params.begin(), scenario.params.end(), [&](const auto& p) { return p.name == key; });
+    GivenParameter out{parameter_column(param), param.kind, std::nullopt, ""};
+    if (param.kind == ParamKind::text) out.text = params.text(key);
+    else if (params.given(key)) out.number = params.number(key);  // not given: "auto"
+    given.push_back(std::move(out));
+  }
+  return given;
+}
+
+ParameterTable parameter_table(const std::vector<ScenarioSpec>& specs, const ScenarioRegistry& registry,
+                               const std::vector<std::string>& reserved) {
+  std::vector<std::vector<GivenParameter>> given;
+  ParameterTable table;
+  std::map<std::string, std::size_t, std::less<>> column_of;  // column as GivenParameter names it -> index
+  for (const ScenarioSpec& spec : specs) {
+    given.push_back(given_parameters(registry.find(spec.name), spec));
+    for (const GivenParameter& argument : given.back()) {
+      if (column_of.count(argument.column)) continue;
+      column_of.emplace(argument.column, table.columns.size());
+      const bool clash = std::find(reserved.begin(), reserved.end(), argument.column) != reserved.end();
+      table.columns.push_back(clash ? "param_" + argument.column : argument.column);
+    }
+  }
+  for (auto& arguments : given) {
+    auto& row = table.cells.emplace_back(table.columns.size());
+    for (auto& argument : arguments) row[column_of.at(argument.column)] = std::move(argument);
+  }
+  return table;
 }
 
 }  // namespace daydream

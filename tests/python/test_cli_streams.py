@@ -49,3 +49,40 @@ def test_errors_go_to_stderr_with_nothing_on_stdout(cli, tmp_path):
         assert done.stdout == ""
         assert done.stderr.startswith("error: ")
     assert "replay" in run(cli, "rplay", EXAMPLE).stderr  # the suggestion
+
+
+def python_m_daydream(*args):
+    """`python -m daydream ARGS` as a user runs it (the package the tests import)."""
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "daydream", *map(str, args)], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("args", [("predict", EXAMPLE, "--scenario", "amp", "--json"),
+                                  ("sweep", EXAMPLE, "--scenario", "faster_gpu:factor=2|4", "--csv"),
+                                  ("scenarios",), ("--version",)],
+                         ids=lambda a: a[0])
+def test_python_m_daydream_is_the_cli(cli, args):
+    """Issue 17 item 3: `python -m daydream` answers as the `daydream` program, byte for byte."""
+    module, program = python_m_daydream(*args), run(cli, *args)
+    assert (module.returncode, module.stdout, module.stderr) == (program.returncode, program.stdout, program.stderr)
+    assert module.returncode == 0 and module.stdout
+
+
+def test_python_m_daydream_errors_and_usage():
+    done = python_m_daydream("rplay", EXAMPLE)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "did you mean 'replay'?" in done.stderr
+    done = python_m_daydream("replay", "/nonexistent/trace.json")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.startswith("error: /nonexistent/trace.json")
+    assert python_m_daydream().returncode != 0  # no command: usage on stderr
+
+
+def test_python_m_daydream_runs_twice_in_one_process():
+    """The CLI's logger is not registered by name, so a second run in the same process works."""
+    from daydream.__main__ import main
+
+    assert main(["scenarios", "--json"]) == 0
+    assert main(["replay", "/nonexistent/trace.json"]) == 1
+    assert main(["scenarios", "--json"]) == 0

@@ -56,3 +56,43 @@ def test_frames_need_pandas(small_trace, monkeypatch):
         g.tasks_frame()
     with pytest.raises(ImportError, match="to_pandas"):
         g.simulate().to_pandas()
+
+
+def test_sweep_frame_and_csv_have_the_same_numeric_parameter_columns(example_trace, cli):
+    """Issue 17 item 6: a sweep's parameters are numbers in canonical units, the unit in the
+    column's name, in the frame and in `sweep --csv` alike."""
+    import io
+    import subprocess
+
+    specs = ["faster_gpu:factor=2|4.5", "pinned_memory:bandwidth=10Gbps", "cuda_graphs:launch=5us,region=ProfilerStep",
+             "dataloader_workers:workers=2", "ddp:machines=2,bucket=25MiB"]
+    frame = daydream.sweep(daydream.load(example_trace), specs)
+    parameters = ["factor", "bandwidth_bytes_per_s", "launch_ns", "region", "workers", "machines", "bucket_bytes"]
+    assert list(frame.columns[7:]) == parameters
+    assert frame["bandwidth_bytes_per_s"].tolist()[2] == 1.25e9  # 10 Gb/s
+    assert frame["launch_ns"].tolist()[3] == 5000.0
+    assert frame["bucket_bytes"].tolist()[5] == 25 * 2**20
+    assert frame["factor"].tolist()[:2] == [2.0, 4.5] and frame["factor"].isna().tolist()[2:] == [True] * 4
+    assert {c: str(frame[c].dtype) for c in parameters} == {
+        "factor": "float64", "bandwidth_bytes_per_s": "float64", "launch_ns": "float64", "region": "object",
+        "workers": "Int64", "machines": "Int64", "bucket_bytes": "float64"}
+
+    args = [cli, "sweep", example_trace, "--csv"] + [a for s in specs for a in ("--scenario", s)]
+    done = subprocess.run(args, capture_output=True, text=True)
+    assert done.returncode == 1 and "1 of 6 scenarios failed" in done.stderr  # ddp: no backward pass in this trace
+    csv = pd.read_csv(io.StringIO(done.stdout))
+    assert list(csv.columns) == list(frame.columns)
+    for column in ("factor", "bandwidth_bytes_per_s", "launch_ns", "workers", "machines", "bucket_bytes", "speedup"):
+        assert csv[column].astype(float).tolist() == pytest.approx(frame[column].astype(float).tolist(), nan_ok=True,
+                                                                    rel=1e-6), column
+
+
+def test_sweep_parameter_named_like_a_result_column_gets_a_prefix(example_trace, cli):
+    """With --price, `gpus` is a cost column: ddp's gpus parameter becomes param_gpus, in both."""
+    import subprocess
+
+    frame = daydream.sweep(daydream.load(example_trace), ["ddp:gpus=2"], price="builtin", device="A100-SXM4-40GB")
+    assert "param_gpus" in frame.columns and frame["param_gpus"].tolist() == [2]
+    out = subprocess.run([cli, "sweep", example_trace, "--scenario", "ddp:gpus=2", "--csv", "--price", "builtin",
+                          "--device", "A100-SXM4-40GB"], capture_output=True, text=True).stdout  # exit 1: ddp fails here
+    assert out.splitlines()[0].split(",") == list(frame.columns)

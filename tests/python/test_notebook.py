@@ -69,7 +69,7 @@ def test_notebook_runs(tmp_path, monkeypatch, run_cells):
         "faster_gpu:factor=1.5", "faster_gpu:factor=2", "faster_gpu:factor=4", "amp",
         "dataloader_workers:workers=2", "dataloader_workers:workers=4", "kernels and copies 2x faster"]
     assert df["error"].tolist() == [None] * 7
-    assert df["factor"].tolist()[:3] == ["1.5", "2", "4"] and df["workers"].tolist()[4:6] == ["2", "4"]
+    assert df["factor"].tolist()[:3] == [1.5, 2, 4] and df["workers"].tolist()[4:6] == [2, 4]
     speedups = df["speedup"].tolist()
     assert 1 < speedups[0] < speedups[1] < speedups[2]  # a faster GPU never slows the example down
     assert state["prediction"].scenario == "amp"

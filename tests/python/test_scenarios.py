@@ -246,7 +246,7 @@ def test_sweep_rows_columns_and_values(one_kernel):
     df = daydream.sweep(g, ["faster_gpu:factor=2|4", quarter, "faster_gpu"])
     assert list(df.columns) == SWEEP_COLUMNS + ["factor"]
     assert df["scenario"].tolist() == ["faster_gpu:factor=2", "faster_gpu:factor=4", "kernels / 4", "faster_gpu"]
-    assert df["factor"].tolist() == ["2", "4", None, None]  # as written; not given -> None
+    assert df["factor"].tolist()[:2] == [2.0, 4.0] and df["factor"].isna().tolist()[2:] == [True, True]  # not given: NaN
     assert df["baseline_ms"].tolist() == [0.2] * 4
     assert df["predicted_ms"].tolist() == [0.15, 0.125, 0.125, 0.15]
     assert df["speedup"].tolist() == [200 / 150, 200 / 125, 200 / 125, 200 / 150]
@@ -377,6 +377,8 @@ def test_write_timeline_rejects_a_stale_result(one_kernel, tmp_path):
 # --- daydream.plot ---
 
 def test_plot_sweep_draws_sorted_labelled_bars(one_kernel):
+    """Issue 17 item 6: the axis starts near the data, failed rows are named, grids over a number
+    draw lines (below); scenarios of different kinds stay bars."""
     pytest.importorskip("matplotlib", reason="daydream.plot needs matplotlib")
     import matplotlib
 
@@ -384,15 +386,44 @@ def test_plot_sweep_draws_sorted_labelled_bars(one_kernel):
     from daydream.plot import plot_sweep
 
     _, g = one_kernel
-    df = daydream.sweep(g, ["faster_gpu:factor=4|0.5|2", "faster_gpu:kind=tpu"])
+    df = daydream.sweep(g, ["faster_gpu:factor=4", "faster_gpu:factor=2,kind=all", "faster_gpu:factor=0.5",
+                            "faster_gpu:kind=tpu"])
     ax = plot_sweep(df)
     assert [t.get_text() for t in ax.get_yticklabels()] == \
-        ["faster_gpu:factor=0.5", "faster_gpu:factor=2", "faster_gpu:factor=4"]  # best on top
-    widths = [bar.get_width() for bar in ax.patches]
-    assert widths == sorted(widths) and widths[-1] == 200 / 125
-    assert [t.get_text() for t in ax.texts] == ["0.67x", "1.33x", "1.60x"]  # 200/300, 200/150, 200/125
+        ["faster_gpu:kind=tpu", "faster_gpu:factor=0.5", "faster_gpu:factor=2,kind=all", "faster_gpu:factor=4"]
+    ends = [bar.get_x() + bar.get_width() for bar in ax.patches]
+    assert ends == pytest.approx([200 / 300, 200 / 150, 200 / 125])  # best on top, failed row at the bottom
+    low, high = ax.get_xlim()
+    assert 0.5 < low < 200 / 300 and high > 1.6  # not from 0
+    assert [t.get_text() for t in ax.texts] == \
+        ["0.67x", "1.33x", "1.60x", " failed: scenario 'faster_gpu': parameter 'kind' = 'tpu' is not a ..."]
     assert any(list(line.get_xdata()) == [1.0, 1.0] for line in ax.get_lines())  # the baseline
     assert "1 failed" in ax.get_title()
+
+
+def test_plot_sweep_draws_a_line_against_a_grid_parameter(one_kernel):
+    pytest.importorskip("matplotlib", reason="daydream.plot needs matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from daydream.plot import plot_sweep
+
+    _, g = one_kernel
+    df = daydream.sweep(g, ["faster_gpu:factor=1.001|2|4", "faster_gpu:factor=1.5|3,kind=all"])
+    ax = plot_sweep(df)
+    assert ax.get_xlabel() == "factor"
+    lines = {line.get_label(): list(line.get_xdata()) for line in ax.get_lines()}
+    assert lines == {"faster_gpu": [1.001, 2, 4], "faster_gpu kind=all": [1.5, 3], "baseline": [0, 1]}
+    # 200/199.8 = 1.0005 would print as 1.00x with 2 decimals: every label gets 3
+    assert [t.get_text() for t in ax.texts] == ["1.001x", "1.333x", "1.600x", "1.200x", "1.500x"]
+    assert ax.get_ylim() == pytest.approx((1.0 - 0.06, 1.6 + 0.09))  # not from 0
+
+    bandwidths = daydream.sweep(g, ["pinned_memory:bandwidth=10Gbps|20Gbps|40Gbps"])
+    ax = plot_sweep(bandwidths)
+    assert ax.get_xlabel() == "bandwidth (Gb/s)"  # from bandwidth_bytes_per_s, in human units
+    assert list(ax.get_lines()[0].get_xdata()) == pytest.approx([10, 20, 40])
+    with pytest.raises(ValueError, match="no column 'nope'"):
+        plot_sweep(df, x="nope")
 
 
 def test_plot_timeline_panels_and_rows(one_kernel):

@@ -80,6 +80,18 @@ Error.__module__ = "daydream"
 # submodule of _core; registered so that `import daydream.collector` works too.
 _sys.modules[__name__ + ".collector"] = collector
 
+
+def _collector_library_path():
+    """The CUPTI collector that came with this package (daydream/lib/libdaydream_cupti.so), for
+    CUDA_INJECTION64_PATH; None where the package was built without CUPTI."""
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent / "lib" / "libdaydream_cupti.so"
+    return str(path) if path.is_file() else None
+
+
+collector.library_path = _collector_library_path
+
 __all__ = [
     "EDGE_TYPES",
     "PHASES",

@@ -31,10 +31,9 @@ COST_COLUMNS = ("gpu", "gpus", "iterations_per_s", "samples_per_s", "usd_per_gpu
 
 
 class _Row(NamedTuple):
-    """One planned row: a library spec (with its arguments as written) or a Python callable."""
+    """One planned row: a library spec or a Python callable."""
 
     scenario: str
-    args: tuple = ()
     change: Optional[Callable[[_core.Graph], Any]] = None
 
 
@@ -51,7 +50,10 @@ def sweep(graph: _core.Graph, scenarios: Iterable[ScenarioItem], *, threads: Opt
     Columns: scenario, baseline_ms and predicted_ms (median iteration), speedup, dominant (the
     predicted critical path's main category), dominant_share (its share of the path), error (None,
     or why the scenario could not apply: the other columns are then NaN/None, but baseline_ms), then
-    one column per parameter given in the specs, values as written (None where not given).
+    one column per parameter given in the specs, in canonical units with the unit in the name
+    (bandwidth_bytes_per_s, bucket_bytes, latency_ns; factor, machines as they are): numbers are
+    numeric, NaN (None for texts) where a row does not give the parameter or gives "auto". The same
+    columns as `daydream sweep --csv`.
 
     threads: worker threads for the specs (None: all cores); results do not depend on it.
     progress: True prints "sweep: done/total" to stderr; a callable gets (done, total).
@@ -152,9 +154,9 @@ def _plan(scenarios: Iterable[ScenarioItem]) -> list[_Row]:
     plan = []
     for item in scenarios:
         if isinstance(item, str):
-            plan.extend(_Row(text, tuple(args)) for text, args in _core._expand_grid(item))
+            plan.extend(_Row(text) for text, _ in _core._expand_grid(item))
         elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and callable(item[1]):
-            plan.append(_Row(item[0], (), item[1]))
+            plan.append(_Row(item[0], item[1]))
         else:
             raise TypeError(f"sweep: a scenario is a spec str or a (name, callable) pair, got {item!r}")
     return plan
@@ -325,36 +327,44 @@ def _load_for_worker(sources: tuple, layers: Optional[str], iterations: Optional
 
 
 def _frame(plan: list[_Row], results: list, reserved: tuple = COLUMNS):
-    """The DataFrame of the rows; results holds (measures, error) per row (see _measures).
-    Parameters named as a `reserved` column get a param_ prefix."""
+    """The DataFrame of the rows; results holds (measures, error) per row (see _measures). Then
+    the parameters the specs give, as `daydream sweep --csv` prints them: one column per parameter
+    and canonical unit (`bandwidth_bytes_per_s`, `latency_ns`, `bucket_bytes`, `factor`), numbers
+    as numbers, NaN/None where a row does not give it; a name like a `reserved` column gets a
+    param_ prefix."""
     try:
         import pandas
     except ImportError as error:
         raise ImportError("daydream.sweep needs pandas, which is not installed: "
                           "python3 -m pip install pandas numpy") from error
 
-    params = _parameter_columns(plan, reserved)
+    specs = [row.scenario for row in plan if row.change is None]
+    params, cells = _core._parameter_table(specs, list(reserved))
+    cells = iter(cells)
     records = []
     for row, (measures, error) in zip(plan, results):
         record = dict(measures)
         record["scenario"], record["error"] = row.scenario, error
-        given = dict(row.args)
-        record.update({column: given.get(name) for name, column in params.items()})
+        given = next(cells) if row.change is None else [None] * len(params)
+        record.update(zip(params, given))
         records.append(record)
-    frame = pandas.DataFrame(records, columns=[*COLUMNS, *params.values()])
-    for column in ("dominant", "error", *params.values()):  # None where missing, whatever pandas infers
+    frame = pandas.DataFrame(records, columns=[*COLUMNS, *params])
+    for column in ("dominant", "error"):  # None where missing, whatever pandas infers
         frame[column] = pandas.Series([r[column] for r in records], dtype=object)
+    for column in params:  # integers Int64 and numbers float64 (<NA>/NaN where missing), texts object (None)
+        values = [r[column] for r in records]
+        frame[column] = pandas.Series(values, dtype=_parameter_dtype(values))
     return frame
 
 
-
-def _parameter_columns(plan: list[_Row], reserved: tuple) -> dict[str, str]:
-    """{parameter: column} in order of first appearance; a name that clashes gets a param_ prefix."""
-    columns: dict[str, str] = {}
-    for row in plan:
-        for name, _ in row.args:
-            columns.setdefault(name, f"param_{name}" if name in reserved else name)
-    return columns
+def _parameter_dtype(values: list):
+    """Int64 for integers (pandas' nullable integers), float64 for numbers, object for texts."""
+    given = [v for v in values if v is not None]
+    if given and all(isinstance(v, int) for v in given):
+        return "Int64"
+    if given and all(isinstance(v, (int, float)) for v in given):
+        return "float64"
+    return object
 
 
 # The columns, then what the row's cost needs (price=): the GPU as the changed graph records it and the job's GPUs.

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from ._sweep import COLUMNS, COST_COLUMNS
+
 # One color per task kind (daydream.TASK_KINDS), the same in every panel.
 KIND_COLORS = {
     "cpu": "tab:blue",
@@ -34,31 +36,132 @@ def _pyplot():
     return plt
 
 
-def plot_sweep(df, ax=None):
-    """Horizontal bars of each scenario's speedup in a daydream.sweep() frame, best on top, each
-    labelled (1.52x), with the baseline (1.0) as a dashed line. Rows with an error are left out
-    (counted in the title). Returns the matplotlib Axes (a new figure's when ax is None)."""
+# A parameter column's unit suffix (daydream::parameter_column) -> (axis unit, factor from the canonical unit).
+AXIS_UNITS = {"_bytes_per_s": ("Gb/s", 8 / 1e9), "_bytes": ("MiB", 1 / 2**20), "_ns": ("us", 1e-3)}
+
+
+def plot_sweep(df, ax=None, x: Optional[str] = None):
+    """A daydream.sweep() frame's speedups, with the baseline (1.0) as a dashed line; the speedup
+    axis starts near the data, not at 0. Returns the matplotlib Axes (a new figure's when ax is None).
+
+    Bars (the default): one horizontal bar per scenario, best on top, labelled (1.52x; 3 decimals
+    where 2 would show different speedups alike or a change as 1.00x); rows whose scenario could
+    not apply stay as rows, named, with "failed: <why>" instead of a bar.
+    Lines (grids): when every row comes from a grid over one numeric parameter (or x= names a
+    parameter column), speedup against that parameter, one line per scenario and fixed arguments,
+    in human units (Gb/s, MiB, us); failed rows are named in the title."""
     plt = _pyplot()
     failed = df["error"].notna() if "error" in df else df["speedup"].isna()
-    rows = df[~failed].sort_values("speedup", kind="stable")  # ascending: barh draws the first at the bottom
+    x = x if x is not None else _grid_parameter(df[~failed])
+    if x is not None and x not in df:
+        raise ValueError(f"plot_sweep: no column {x!r} (parameter columns: {list(_parameter_columns(df))})")
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 1.5 + 0.4 * max(len(rows), 1)), layout="constrained")
-    positions = list(range(len(rows)))
-    speedups = rows["speedup"].tolist()
-    bars = ax.barh(positions, speedups, color=[FASTER_COLOR if s >= 1 else SLOWER_COLOR for s in speedups])
-    ax.set_yticks(positions)
-    ax.set_yticklabels(rows["scenario"].tolist())
-    ax.bar_label(bars, labels=[f"{s:.2f}x" for s in speedups], padding=3)
-    ax.axvline(1.0, color="black", linestyle="--", linewidth=1, label="baseline")
-    ax.set_xlim(0, max([1.0, *speedups]) * 1.2)  # room for the labels
-    ax.set_xlabel("speedup (baseline / predicted median iteration)")
+        height = 4.5 if x is not None else 1.5 + 0.4 * max(len(df), 1)
+        _, ax = plt.subplots(figsize=(8, height), layout="constrained")
+    if x is not None:
+        _sweep_lines(ax, df, failed, x)
+    else:
+        _sweep_bars(ax, df, failed)
     title = "predicted speedup per scenario"
     if "baseline_ms" in df and len(df):
         title += f" (baseline {df['baseline_ms'].iloc[0]:.3f} ms)"
     if failed.any():
-        title += f", {int(failed.sum())} failed"
-    ax.set_title(title)
+        names = df.loc[failed, "scenario"].tolist()
+        title += f", {len(names)} failed" + (f": {', '.join(names)}" if x is not None else "")
+    ax.set_title(title, wrap=True)
     return ax
+
+
+def _parameter_columns(df) -> list:
+    return [c for c in df.columns if c not in COLUMNS and c not in COST_COLUMNS]
+
+
+def _grid_parameter(rows) -> Optional[str]:
+    """The one numeric parameter column that the rows vary, when every row is on a line of at
+    least 2 points over it; None otherwise (bars)."""
+    import pandas
+
+    if len(rows) < 2:
+        return None
+    varying = [c for c in _parameter_columns(rows)
+               if pandas.api.types.is_numeric_dtype(rows[c]) and rows[c].notna().all() and rows[c].nunique() > 1]
+    if len(varying) != 1:
+        return None
+    lines = rows.groupby(_line_keys(rows, varying[0]), dropna=False, sort=False)
+    return varying[0] if all(len(line) >= 2 for _, line in lines) else None
+
+
+def _line_keys(rows, x: str) -> list:
+    """What tells the lines apart: the scenario's name and every other parameter."""
+    names = rows["scenario"].str.split(":", n=1).str[0].rename("name")
+    others = [rows[c].astype(str) for c in _parameter_columns(rows) if c != x]
+    return [names, *others]
+
+
+def _axis(x: str):
+    """The parameter's axis label and the factor from its canonical unit to the axis unit."""
+    for suffix, (unit, factor) in AXIS_UNITS.items():
+        if x.endswith(suffix):
+            return f"{x[: -len(suffix)]} ({unit})", factor
+    return x, 1.0
+
+
+def _speedup_decimals(speedups) -> int:
+    """2, or 3 where 2 would print different speedups alike, or a change as 1.00x."""
+    rounded = [round(s, 2) for s in speedups]
+    alike = len(set(rounded)) < len(set(speedups))
+    hidden_change = any(r == 1.0 and s != 1.0 for r, s in zip(rounded, speedups))
+    return 3 if alike or hidden_change else 2
+
+
+def _speedup_limits(speedups, below: float, above: float):
+    """From just below the smallest value (or the baseline) to just above the largest: margins as
+    shares of the range (0.05 each when all are 1.0)."""
+    low, high = min([1.0, *speedups]), max([1.0, *speedups])
+    span = (high - low) or 1.0
+    return low - span * below, high + span * above
+
+
+def _sweep_bars(ax, df, failed) -> None:
+    done = df[~failed].sort_values("speedup", kind="stable")  # ascending: barh draws the first at the bottom
+    broken = df[failed]
+    labels = broken["scenario"].tolist() + done["scenario"].tolist()  # failed rows at the bottom
+    speedups = done["speedup"].tolist()
+    low, high = _speedup_limits(speedups, below=0.1, above=0.25)  # room for the labels
+    positions = list(range(len(broken), len(labels)))
+    bars = ax.barh(positions, [s - low for s in speedups], left=low,
+                   color=[FASTER_COLOR if s >= 1 else SLOWER_COLOR for s in speedups])
+    decimals = _speedup_decimals(speedups)
+    ax.bar_label(bars, labels=[f"{s:.{decimals}f}x" for s in speedups], padding=3)
+    for row, error in enumerate(broken["error"].tolist()):
+        reason = str(error) if len(str(error)) <= 60 else str(error)[:57] + "..."
+        ax.text(low, row, f" failed: {reason}", va="center", color="gray", fontsize="small")
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels)
+    ax.axvline(1.0, color="black", linestyle="--", linewidth=1, label="baseline")
+    ax.set_xlim(low, high)
+    ax.set_xlabel("speedup (baseline / predicted median iteration)")
+
+
+def _sweep_lines(ax, df, failed, x: str) -> None:
+    rows = df[~failed]
+    label, factor = _axis(x)
+    speedups = rows["speedup"].tolist()
+    decimals = _speedup_decimals(speedups)
+    for key, line in rows.groupby(_line_keys(rows, x), dropna=False, sort=False):
+        line = line.sort_values(x, kind="stable")
+        fixed = [f"{c}={v}" for c, v in zip([c for c in _parameter_columns(rows) if c != x], key[1:])
+                 if str(v) not in ("nan", "None", "<NA>")]
+        xs = (line[x] * factor).tolist()
+        ax.plot(xs, line["speedup"].tolist(), marker="o", label=" ".join([key[0], *fixed]))
+        for px, py in zip(xs, line["speedup"].tolist()):
+            ax.annotate(f"{py:.{decimals}f}x", (px, py), textcoords="offset points", xytext=(0, 6),
+                        ha="center", fontsize="small")
+    ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="baseline")
+    ax.set_ylim(*_speedup_limits(speedups, below=0.1, above=0.15))
+    ax.set_xlabel(label)
+    ax.set_ylabel("speedup (baseline / predicted median iteration)")
+    ax.legend()
 
 
 def plot_timeline(baseline_result, predicted_result, ax=None, units: Optional[Iterable[str]] = None,

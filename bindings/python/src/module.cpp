@@ -14,6 +14,7 @@ namespace py = pybind11;
 using namespace daydream::python;
 
 namespace daydream::python {
+void init_cli(py::module_& m);        // cli.cpp: _run_cli, for `python -m daydream`
 void init_collector(py::module_& m);  // collector.cpp: the daydream.collector submodule
 void init_predict(py::module_& m);    // predict.cpp: scenarios, predictions, sweeps, timelines
 void init_analyze_data_parallel(py::module_& m);  // analyze_data_parallel.cpp: what ddp and p3 are made of
@@ -63,4 +64,5 @@ PYBIND11_MODULE(_core, m) {
   init_load(m);
   init_predict(m);
   init_collector(m);
+  init_cli(m);
 }

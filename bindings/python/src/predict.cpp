@@ -32,15 +32,6 @@ using namespace pybind11::literals;
 
 py::object bound(double value) { return std::isfinite(value) ? py::object(py::float_(value)) : py::object(py::none()); }
 
-std::string canonical_unit(ParamKind kind) {
-  switch (kind) {
-    case ParamKind::bandwidth: return "bytes/s";
-    case ParamKind::bytes: return "bytes";
-    case ParamKind::duration: return "ns";
-    default: return "";
-  }
-}
-
 py::object default_of(const ScenarioParam& p) {
   if (!p.automatic_means.empty()) return py::str("auto");
   if (p.kind == ParamKind::text) return py::str(p.default_text);
@@ -51,7 +42,7 @@ py::object default_of(const ScenarioParam& p) {
 py::dict param_dict(const ScenarioParam& p) {
   return py::dict("name"_a = p.name, "kind"_a = std::string(to_string(p.kind)), "default"_a = default_of(p),
                   "min"_a = bound(p.min), "max"_a = bound(p.max), "min_exclusive"_a = p.min_exclusive,
-                  "unit"_a = canonical_unit(p.kind), "description"_a = p.description,
+                  "unit"_a = std::string(canonical_unit(p.kind)), "description"_a = p.description,
                   "auto"_a = p.automatic_means.empty() ? py::object(py::none()) : py::object(py::str(p.automatic_means)));
 }
 
@@ -257,6 +248,29 @@ PredictionData evaluate_changed(const PredictorData& pd, const std::string& labe
   return out;
 }
 
+// --- a sweep's parameter columns ---
+
+py::object cell_value(const std::optional<GivenParameter>& cell) {
+  if (!cell) return py::none();
+  if (cell->kind == ParamKind::text) return py::str(cell->text);
+  if (!cell->number) return py::none();
+  if (cell->kind == ParamKind::integer) return py::int_(static_cast<std::int64_t>(*cell->number));
+  return py::float_(*cell->number);
+}
+
+py::tuple parameter_columns(const std::vector<std::string>& texts, const std::vector<std::string>& reserved) {
+  std::vector<ScenarioSpec> specs;
+  for (const std::string& text : texts) specs.push_back(parse_scenario_spec(text));
+  const ParameterTable table = parameter_table(specs, builtin_scenarios(), reserved);
+  py::list rows;
+  for (const auto& cells : table.cells) {
+    py::list row;
+    for (const auto& cell : cells) row.append(cell_value(cell));
+    rows.append(std::move(row));
+  }
+  return py::make_tuple(table.columns, rows);
+}
+
 // --- apply_scenario and write_timeline ---
 
 std::vector<std::string> apply_in_place(const GraphPtr& box, const std::string& text) {
@@ -416,6 +430,9 @@ void init_predict(py::module_& m) {
         }, py::arg("spec"),
         "Internal: [(spec, [(key, value), ...])] for every combination of a grid (first key slowest), each "
         "checked against its scenario's parameters.");
+  m.def("_parameter_table", &parameter_columns, py::arg("specs"), py::arg("reserved"),
+        "Internal: (columns, rows) of a sweep's parameter columns (daydream::parameter_table): canonical numbers "
+        "(int for integer parameters), texts, None where a spec does not give the parameter or gives auto.");
   m.def("write_timeline", &write_timeline, py::arg("path"), py::arg("timelines"),
         "Writes simulations as one Chrome trace JSON file (open it in https://ui.perfetto.dev or chrome://tracing): "
         "timelines is {label: Result or (Graph, Result)}, one process per label, one thread per unit.");
