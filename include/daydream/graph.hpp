@@ -218,6 +218,8 @@ struct CpuRange {
   UnitId unit = 0;
   TimeNs start_ns = 0;     ///< relative to the origin
   TimeNs end_ns = 0;
+  /// Its file index: Task::source_event of the `cpu` tasks that are its own time (kNone: unknown).
+  std::int64_t event = kNone;
 };
 
 /// A collective the trace records on a CPU thread (`record_param_comms`, completed by the

@@ -70,7 +70,7 @@ CLI::App* add_predict_command(CLI::App& app, daydream::cli::PredictOptions& opti
   predict->add_option("--scenario", options.scenario,
                       "Scenario: name or name:key=value,... (`daydream scenarios` lists them)")->required();
   predict->add_option("--perfetto", options.perfetto_file,
-                      "Also write the baseline and predicted timelines to this Chrome trace JSON file (Perfetto)");
+                      "Also write the baseline and predicted timelines to this Chrome trace JSON file (Perfetto; gzip when it ends in .gz), iterations aligned");
   predict->add_option("--layers", options.layer_file, "JSON layer file to apply first (see docs/formats.md)");
   return predict;
 }

@@ -67,7 +67,8 @@ class ThreadSegmenter {
     cursor_ = e.start_ns;
     stack_.push_back({position, end});
     if (is_cpu_range(e.kind))
-      ctx_.ranges.push_back({ctx_.graph.intern(ctx_.trace.name_of(e)), unit_, ctx_.rel(e.start_ns), ctx_.rel(end)});
+      ctx_.ranges.push_back(
+          {ctx_.graph.intern(ctx_.trace.name_of(e)), unit_, ctx_.rel(e.start_ns), ctx_.rel(end), e.source_index});
   }
 
   void close_until(TimeNs time) {

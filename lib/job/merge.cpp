@@ -202,7 +202,8 @@ class Merger {
       out_.iterations().push_back(std::move(it));
     }
     for (CpuRange range : g.ranges())
-      ranges_.push_back({string_of(g, range.name), range.unit + unit_base_, range.start_ns + shift_[r], range.end_ns + shift_[r]});
+      ranges_.push_back({string_of(g, range.name), range.unit + unit_base_, range.start_ns + shift_[r],
+                         range.end_ns + shift_[r], range.event});
     for (CollectiveRecord record : g.collectives()) {
       record.unit += unit_base_;
       record.start_ns += shift_[r];

@@ -360,7 +360,7 @@ def test_write_timeline_is_a_chrome_trace(one_kernel, tmp_path):
     events = json.loads(out.read_text())["traceEvents"]
     names = {e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"}
     assert names == {"baseline", "predicted: faster_gpu"}
-    kernels = [e for e in events if e.get("ph") == "X" and e["name"] == "gemm_kernel"]
+    kernels = [e for e in events if e.get("ph") == "X" and e["name"] == "gemm_kernel" and e["cat"] == "kernel"]
     assert sorted(e["dur"] for e in kernels) == [50, 100]  # us
 
 

@@ -202,24 +202,32 @@ TEST_CASE("write_chrome_trace: one process per timeline, one thread per used uni
   REQUIRE(r.critical_path == std::vector<TaskId>{0, 1, 2});
   const std::string path = temp_path("daydream_test_chrome_trace.json");
   write_chrome_trace(path, {{"baseline", &g, &r}});
-  // Threads sorted CPU first (tid = unit id + 1); the unused channel gets none. ts/dur in us
-  // with exact ns; the invalid byte becomes U+FFFD (EF BF BD).
+  // A critical-path track (tid 2; no iterations track: the graph has none), then the threads,
+  // CPU first (tid = unit id + 3); the unused channel gets none. ts/dur in us with exact ns; the
+  // invalid byte becomes U+FFFD (EF BF BD). The kernel has its stream; a flow joins the launch to it.
+  const std::string mm_args = R"("args": {"id": 0, "kind": "cpu", "phase": "forward", "layer": "conv1)"
+                              "\xc2\xb5"
+                              R"(", "critical": true}})";
+  const std::string gemm = "gemm \\\"x\\\"\\\\\\n\xef\xbf\xbd";
   const std::string expected =
       R"({"displayTimeUnit": "ns", "traceEvents": [
   {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "baseline"}},
   {"ph": "M", "name": "process_sort_index", "pid": 1, "tid": 0, "args": {"sort_index": 1}},
-  {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main \"thread\""}},
+  {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "critical path"}},
   {"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": 2, "args": {"sort_index": 1}},
-  {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "GPU 0 stream 7"}},
-  {"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": 1, "args": {"sort_index": 2}},
-  {"ph": "X", "pid": 1, "tid": 2, "ts": 0.000, "dur": 20.000, "name": "aten::mm", "cat": "cpu", "args": {"id": 0, "kind": "cpu", "phase": "forward", "layer": "conv1)"
-      "\xc2\xb5"
-      R"(", "critical": true}},
-  {"ph": "X", "pid": 1, "tid": 2, "ts": 20.000, "dur": 1.500, "name": "cudaLaunchKernel", "cat": "runtime", "args": {"id": 1, "kind": "runtime", "phase": "unknown", "critical": true}},
-  {"ph": "X", "pid": 1, "tid": 1, "ts": 22.000, "dur": 50.000, "name": "gemm \"x\"\\\n)"
-      "\xef\xbf\xbd"
-      R"(", "cat": "kernel", "args": {"id": 2, "kind": "kernel", "phase": "unknown", "critical": true}},
-  {"ph": "X", "pid": 1, "tid": 2, "ts": 21.500, "dur": 5.000, "name": "aten::add", "cat": "cpu", "args": {"id": 4, "kind": "cpu", "phase": "unknown", "critical": false}}
+  {"ph": "X", "pid": 1, "tid": 2, "ts": 0.000, "dur": 20.000, "name": "aten::mm", "cat": "critical", "args": {"id": 0, "unit": "main \"thread\""}},
+  {"ph": "X", "pid": 1, "tid": 2, "ts": 20.000, "dur": 1.500, "name": "cudaLaunchKernel", "cat": "critical", "args": {"id": 1, "unit": "main \"thread\""}},
+  {"ph": "X", "pid": 1, "tid": 2, "ts": 22.000, "dur": 50.000, "name": ")" + gemm + R"(", "cat": "critical", "args": {"id": 2, "unit": "GPU 0 stream 7"}},
+  {"ph": "M", "name": "thread_name", "pid": 1, "tid": 4, "args": {"name": "main \"thread\""}},
+  {"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": 4, "args": {"sort_index": 2}},
+  {"ph": "M", "name": "thread_name", "pid": 1, "tid": 3, "args": {"name": "GPU 0 stream 7"}},
+  {"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": 3, "args": {"sort_index": 3}},
+  {"ph": "X", "pid": 1, "tid": 4, "ts": 0.000, "dur": 20.000, "name": "aten::mm", "cat": "cpu", )" + mm_args + R"(,
+  {"ph": "X", "pid": 1, "tid": 4, "ts": 20.000, "dur": 1.500, "name": "cudaLaunchKernel", "cat": "runtime", "args": {"id": 1, "kind": "runtime", "phase": "unknown", "critical": true}},
+  {"ph": "X", "pid": 1, "tid": 3, "ts": 22.000, "dur": 50.000, "name": ")" + gemm + R"(", "cat": "kernel", "args": {"id": 2, "kind": "kernel", "phase": "unknown", "device": 0, "stream": 7, "critical": true}},
+  {"ph": "X", "pid": 1, "tid": 4, "ts": 21.500, "dur": 5.000, "name": "aten::add", "cat": "cpu", "args": {"id": 4, "kind": "cpu", "phase": "unknown", "critical": false}},
+  {"ph": "s", "id": 1, "pid": 1, "tid": 4, "ts": 20.000, "name": "launch", "cat": "launch"},
+  {"ph": "f", "id": 1, "pid": 1, "tid": 3, "ts": 22.000, "bp": "e", "name": "launch", "cat": "launch"}
 ]}
 )";
   CHECK(read_text(path) == expected);
@@ -231,9 +239,10 @@ TEST_CASE("write_chrome_trace: one process per timeline, one thread per used uni
   CHECK_THAT(two, Catch::StartsWith(expected.substr(0, expected.size() - 4)));
   CHECK_THAT(two, Catch::Contains(R"({"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "predicted: x=\"1\""}})"));
   CHECK_THAT(two, Catch::Contains(R"({"ph": "M", "name": "process_sort_index", "pid": 2, "tid": 0, "args": {"sort_index": 2}})"));
-  CHECK_THAT(two, Catch::EndsWith(R"({"ph": "X", "pid": 2, "tid": 2, "ts": 21.500, "dur": 5.000, "name": "aten::add", "cat": "cpu", "args": {"id": 4, "kind": "cpu", "phase": "unknown", "critical": false}}
+  CHECK_THAT(two, Catch::EndsWith(R"({"ph": "s", "id": 2, "pid": 2, "tid": 4, "ts": 20.000, "name": "launch", "cat": "launch"},
+  {"ph": "f", "id": 2, "pid": 2, "tid": 3, "ts": 22.000, "bp": "e", "name": "launch", "cat": "launch"}
 ]}
-)"));
+)"));  // flow ids are unique in the file
   write_chrome_trace(path, {{"baseline", &g, &r}, {"predicted: x=\"1\"", &g, &r}});
   CHECK(read_text(path) == two);
   std::remove(path.c_str());

@@ -303,7 +303,7 @@ std::pair<GraphPtr, std::shared_ptr<ResultData>> timeline_parts(const std::strin
   throw py::type_error("write_timeline: timeline '" + label + "' must be a Result or a (Graph, Result) pair");
 }
 
-void write_timeline(const std::filesystem::path& path, const py::dict& timelines) {
+void write_timeline(const std::filesystem::path& path, const py::dict& timelines, bool align) {
   std::vector<std::pair<GraphPtr, std::shared_ptr<ResultData>>> parts;
   std::vector<Timeline> out;
   for (auto [key, value] : timelines) {
@@ -321,7 +321,7 @@ void write_timeline(const std::filesystem::path& path, const py::dict& timelines
   py::gil_scoped_release release;
   std::vector<std::shared_lock<std::shared_mutex>> locks;
   for (const GraphBox* box : boxes) locks.emplace_back(box->mutex);
-  write_chrome_trace(path.string(), out);
+  write_chrome_trace(path.string(), out, {align});
 }
 
 /// daydream.validate's core: the JSON of `daydream validate --json` (the pure-Python
@@ -433,9 +433,13 @@ void init_predict(py::module_& m) {
   m.def("_parameter_table", &parameter_columns, py::arg("specs"), py::arg("reserved"),
         "Internal: (columns, rows) of a sweep's parameter columns (daydream::parameter_table): canonical numbers "
         "(int for integer parameters), texts, None where a spec does not give the parameter or gives auto.");
-  m.def("write_timeline", &write_timeline, py::arg("path"), py::arg("timelines"),
-        "Writes simulations as one Chrome trace JSON file (open it in https://ui.perfetto.dev or chrome://tracing): "
-        "timelines is {label: Result or (Graph, Result)}, one process per label, one thread per unit.");
+  m.def("write_timeline", &write_timeline, py::arg("path"), py::arg("timelines"), py::kw_only(),
+        py::arg("align") = true,
+        "Writes simulations as one Chrome trace JSON file, gzip-compressed when path ends in .gz (open it in "
+        "https://ui.perfetto.dev or chrome://tracing): timelines is {label: Result or (Graph, Result)}, one process "
+        "per label with an iterations track, a critical-path track and one thread per unit; CPU operators nest as "
+        "in the trace, flow arrows join launches to their GPU tasks. align: shift each iteration so that iteration k "
+        "starts at the same time in every timeline (when they have the same number of iterations).");
 }
 
 }  // namespace daydream::python
