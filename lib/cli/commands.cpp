@@ -165,6 +165,13 @@ void print_critical_path(const PathBreakdown& path, std::string_view title) {
   if (path.by_layer_ns.size() > kTopLayers) fmt::print("  ({} more layers)\n", path.by_layer_ns.size() - kTopLayers);
 }
 
+std::optional<std::int64_t> exact_integer(double value) {
+  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53: every integer up to it is a double
+  if (std::isfinite(value) && value == std::floor(value) && std::abs(value) <= kExactIntegers)
+    return static_cast<std::int64_t>(value);
+  return std::nullopt;
+}
+
 namespace {
 
 void print_prediction_table(const Prediction& p, const std::string& trace) {
@@ -194,9 +201,7 @@ ScenarioSpec single_spec(const std::string& text) {
 
 /// A canonical value: whole numbers as integers, others with 6 decimals, +-inf as null.
 void write_number(JsonWriter& w, double value) {
-  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
-  if (std::isfinite(value) && value == std::floor(value) && std::abs(value) <= kExactIntegers)
-    w.value(static_cast<std::int64_t>(value));
+  if (const auto whole = exact_integer(value)) w.value(*whole);
   else w.ratio(value);  // JsonWriter writes a non-finite ratio as null
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // The CLI's commands: thin wrappers that load, build, simulate and print.
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +27,10 @@ struct CommonOptions {
   std::string label() const;
   GraphOptions graph_options() const;
 };
+
+/// A canonical parameter value as an integer when it is a whole number a double holds exactly
+/// (|value| <= 2^53), so that `25MiB` prints as 26214400; nullopt otherwise (fractions, +-inf).
+std::optional<std::int64_t> exact_integer(double value);
 
 int run_replay(const CommonOptions& options);
 int run_stats(const CommonOptions& options);

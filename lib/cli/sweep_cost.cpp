@@ -110,10 +110,6 @@ void print_cost_table(const SweepCosts& costs, const std::vector<SweepRow>& rows
   print_sources(costs);
 }
 
-std::string cost_csv_header() {
-  return "gpu,gpus,iterations_per_s,samples_per_s,usd_per_gpu_hour,usd_per_1k_iterations,price_source";
-}
-
 std::string cost_csv_fields(const std::optional<RunCost>& cost) {
   if (!cost) return ",,,,,,";
   const RunCost& c = *cost;

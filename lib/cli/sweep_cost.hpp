@@ -1,8 +1,10 @@
 #pragma once
 // `daydream sweep --price`: each row's GPU, throughput and cost per 1,000 iterations (cost.hpp),
 // as a table after the predictions, CSV columns or a JSON object per row.
+#include <array>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daydream/cost.hpp"
@@ -25,8 +27,9 @@ SweepCosts price_sweep(const Prediction& baseline, const std::vector<SweepRow>& 
 
 /// The table below the predictions: one line per row, the cheapest and fastest, the prices' sources.
 void print_cost_table(const SweepCosts& costs, const std::vector<SweepRow>& rows);
-/// The CSV columns after `error` (header, then one row's fields; empty fields for none).
-std::string cost_csv_header();
+/// The CSV columns after `error` (their names, then one row's fields; empty fields for none).
+inline constexpr std::array<std::string_view, 7> kCostCsvColumns = {
+    "gpu", "gpus", "iterations_per_s", "samples_per_s", "usd_per_gpu_hour", "usd_per_1k_iterations", "price_source"};
 std::string cost_csv_fields(const std::optional<RunCost>& cost);
 /// A row's "cost" object (null for none).
 void write_cost_json(JsonWriter& w, const std::optional<RunCost>& cost);

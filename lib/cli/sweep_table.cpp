@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -116,7 +117,8 @@ void print_table(const std::string& trace, const Prediction& baseline, const std
   }
 }
 
-constexpr std::string_view kCsvColumns = "scenario,baseline_ms,predicted_ms,speedup,dominant,dominant_share,error";
+constexpr std::array<std::string_view, 7> kCsvColumns = {"scenario", "baseline_ms", "predicted_ms", "speedup",
+                                                          "dominant", "dominant_share", "error"};
 
 /// A parameter's cell: a canonical number (whole numbers as integers, others shortest), the text,
 /// or nothing where the row does not give it (or gives "auto").
@@ -124,23 +126,14 @@ std::string parameter_cell(const std::optional<GivenParameter>& cell) {
   if (!cell) return "";
   if (cell->kind == ParamKind::text) return csv_field(cell->text);
   if (!cell->number) return "";
-  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
-  const double value = *cell->number;
-  if (value == std::floor(value) && std::abs(value) <= kExactIntegers)
-    return fmt::format("{}", static_cast<std::int64_t>(value));
-  return fmt::format("{}", value);
+  if (const auto whole = exact_integer(*cell->number)) return fmt::format("{}", *whole);
+  return fmt::format("{}", *cell->number);
 }
 
 /// The result columns of a line: kCsvColumns, then the cost columns with --price.
 std::vector<std::string> result_columns(bool costs) {
-  std::vector<std::string> columns;
-  const std::string header = costs ? fmt::format("{},{}", kCsvColumns, cost_csv_header()) : std::string(kCsvColumns);
-  std::string_view rest = header;
-  for (std::size_t comma = 0; comma != std::string_view::npos; rest.remove_prefix(comma + 1)) {
-    comma = rest.find(',');
-    columns.emplace_back(rest.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-  }
+  std::vector<std::string> columns(kCsvColumns.begin(), kCsvColumns.end());
+  if (costs) columns.insert(columns.end(), kCostCsvColumns.begin(), kCostCsvColumns.end());
   return columns;
 }
 

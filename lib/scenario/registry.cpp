@@ -1,11 +1,10 @@
 // The scenario registry, parameter checking (units, ranges) and ScenarioParams.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
-
-#include <algorithm>
 
 #include "daydream/error.hpp"
 #include "daydream/scenario.hpp"
@@ -202,6 +201,16 @@ ScenarioOutcome ScenarioRegistry::apply(Graph& graph, const ScenarioSpec& spec) 
   }
 }
 
+namespace {
+
+/// The parameter of `scenario` named `name`, or nullptr.
+const ScenarioParam* find_param(const Scenario& scenario, std::string_view name) {
+  const auto it = std::find_if(scenario.params.begin(), scenario.params.end(), [&](const auto& p) { return p.name == name; });
+  return it == scenario.params.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
 ScenarioParams resolve_params(const Scenario& scenario, const ScenarioSpec& spec) {
   ScenarioParams params;
   for (const auto& p : scenario.params) {
@@ -209,13 +218,13 @@ ScenarioParams resolve_params(const Scenario& scenario, const ScenarioSpec& spec
     else params.set(p.name, p.default_value, false);
   }
   for (const auto& [key, value] : spec.args) {
-    const auto it = std::find_if(scenario.params.begin(), scenario.params.end(), [&](const auto& p) { return p.name == key; });
-    if (it == scenario.params.end())
+    const ScenarioParam* param = find_param(scenario, key);
+    if (!param)
       throw Error(fmt::format("scenario '{}' has no parameter '{}'; its parameters:{}", scenario.name, key,
                               param_list(scenario)));
-    if (!it->automatic_means.empty() && value == "auto") continue;  // as if not given
-    if (it->kind == ParamKind::text) params.set_text(key, value, true);
-    else params.set(key, parse_value(scenario, *it, value), true);
+    if (!param->automatic_means.empty() && value == "auto") continue;  // as if not given
+    if (param->kind == ParamKind::text) params.set_text(key, value, true);
+    else params.set(key, parse_value(scenario, *param, value), true);
   }
   return params;
 }
@@ -250,8 +259,7 @@ std::vector<GivenParameter> given_parameters(const Scenario& scenario, const Sce
   const ScenarioParams params = resolve_params(scenario, spec);
   std::vector<GivenParameter> given;
   for (const auto& [key, value] : spec.args) {
-    const ScenarioParam& param =
-        *std::find_if(scenario.params.begin(), scenario.params.end(), [&](const auto& p) { return p.name == key; });
+    const ScenarioParam& param = *find_param(scenario, key);  // resolve_params found every key
     GivenParameter out{parameter_column(param), param.kind, std::nullopt, ""};
     if (param.kind == ParamKind::text) out.text = params.text(key);
     else if (params.given(key)) out.number = params.number(key);  // not given: "auto"

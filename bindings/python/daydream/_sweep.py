@@ -154,7 +154,7 @@ def _plan(scenarios: Iterable[ScenarioItem]) -> list[_Row]:
     plan = []
     for item in scenarios:
         if isinstance(item, str):
-            plan.extend(_Row(text) for text, _ in _core._expand_grid(item))
+            plan.extend(_Row(text) for text in _core._expand_grid(item))
         elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and callable(item[1]):
             plan.append(_Row(item[0], item[1]))
         else:

@@ -91,11 +91,15 @@ def _grid_parameter(rows) -> Optional[str]:
     return varying[0] if all(len(line) >= 2 for _, line in lines) else None
 
 
+def _fixed_columns(rows, x: str) -> list:
+    """The parameter columns other than x: fixed along a line."""
+    return [c for c in _parameter_columns(rows) if c != x]
+
+
 def _line_keys(rows, x: str) -> list:
-    """What tells the lines apart: the scenario's name and every other parameter."""
+    """What tells the lines apart: the scenario's name and every other parameter (as text)."""
     names = rows["scenario"].str.split(":", n=1).str[0].rename("name")
-    others = [rows[c].astype(str) for c in _parameter_columns(rows) if c != x]
-    return [names, *others]
+    return [names, *(rows[c].astype(str) for c in _fixed_columns(rows, x))]
 
 
 def _axis(x: str):
@@ -150,7 +154,7 @@ def _sweep_lines(ax, df, failed, x: str) -> None:
     decimals = _speedup_decimals(speedups)
     for key, line in rows.groupby(_line_keys(rows, x), dropna=False, sort=False):
         line = line.sort_values(x, kind="stable")
-        fixed = [f"{c}={v}" for c, v in zip([c for c in _parameter_columns(rows) if c != x], key[1:])
+        fixed = [f"{c}={v}" for c, v in zip(_fixed_columns(rows, x), key[1:])
                  if str(v) not in ("nan", "None", "<NA>")]
         xs = (line[x] * factor).tolist()
         ax.plot(xs, line["speedup"].tolist(), marker="o", label=" ".join([key[0], *fixed]))

@@ -421,15 +421,15 @@ void init_predict(py::module_& m) {
         "Applies a scenario to the graph in place (to combine it with your own changes) and returns its notes. "
         "A scenario that also picks a schedule warns: Graph.simulate() keeps trace order.");
   m.def("_expand_grid", [](const std::string& text) {
-          py::list out;
+          std::vector<std::string> out;
           for (const auto& spec : expand_scenario_grid(text)) {
             resolve_params(builtin_scenarios().find(spec.name), spec);  // Error now, before any work
-            out.append(py::make_tuple(spec.text(), spec.args));
+            out.push_back(spec.text());
           }
           return out;
         }, py::arg("spec"),
-        "Internal: [(spec, [(key, value), ...])] for every combination of a grid (first key slowest), each "
-        "checked against its scenario's parameters.");
+        "Internal: the spec of every combination of a grid (first key slowest), each checked against its "
+        "scenario's parameters.");
   m.def("_parameter_table", &parameter_columns, py::arg("specs"), py::arg("reserved"),
         "Internal: (columns, rows) of a sweep's parameter columns (daydream::parameter_table): canonical numbers "
         "(int for integer parameters), texts, None where a spec does not give the parameter or gives auto.");
