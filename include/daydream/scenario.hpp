@@ -205,4 +205,11 @@ ScenarioOutcome apply_scenario(Graph& graph, const ScenarioSpec& spec,
 /// Human-readable help for one scenario (parameters, units, ranges, defaults).
 std::string describe_scenario(const Scenario& scenario);
 
+/// Every scenario of `registry` as one JSON object, what `daydream scenarios --json` prints and
+/// daydream.scenarios() returns (docs/cli.md): {"scenarios": [{name, summary, params: [{name,
+/// kind, default, min, max, min_exclusive, unit, description, auto}], help}]}. Numbers are in
+/// canonical units (`unit`), whole ones as integers; an unbounded min/max is null; a parameter
+/// the scenario works out itself has default "auto" and `auto` says from what (null otherwise).
+std::string scenarios_json(const ScenarioRegistry& registry);
+
 }  // namespace daydream

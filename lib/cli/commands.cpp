@@ -165,13 +165,6 @@ void print_critical_path(const PathBreakdown& path, std::string_view title) {
   if (path.by_layer_ns.size() > kTopLayers) fmt::print("  ({} more layers)\n", path.by_layer_ns.size() - kTopLayers);
 }
 
-std::optional<std::int64_t> exact_integer(double value) {
-  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53: every integer up to it is a double
-  if (std::isfinite(value) && value == std::floor(value) && std::abs(value) <= kExactIntegers)
-    return static_cast<std::int64_t>(value);
-  return std::nullopt;
-}
-
 namespace {
 
 void print_prediction_table(const Prediction& p, const std::string& trace) {
@@ -199,26 +192,6 @@ ScenarioSpec single_spec(const std::string& text) {
 
 // --- scenarios ---
 
-/// A canonical value: whole numbers as integers, others with 6 decimals, +-inf as null.
-void write_number(JsonWriter& w, double value) {
-  if (const auto whole = exact_integer(value)) w.value(*whole);
-  else w.ratio(value);  // JsonWriter writes a non-finite ratio as null
-}
-
-void write_param(JsonWriter& w, const ScenarioParam& p) {
-  constexpr double kInfinity = std::numeric_limits<double>::infinity();
-  const bool text = p.kind == ParamKind::text;
-  w.begin_object().key("name").value(p.name).key("kind").value(to_string(p.kind)).key("default");
-  if (text) w.value(p.default_text);
-  else write_number(w, p.default_value);
-  w.key("min");
-  write_number(w, text ? -kInfinity : p.min);
-  w.key("max");
-  write_number(w, text ? kInfinity : p.max);
-  w.key("min_exclusive").value(p.min_exclusive).key("unit").value(canonical_unit(p.kind));
-  w.key("description").value(p.description).end_object();
-}
-
 /// describe_scenario's help with each parameter's description under its line ("  name (kind,
 /// range; default)").
 std::string with_descriptions(const Scenario& scenario, std::string_view help) {
@@ -236,17 +209,6 @@ std::string with_descriptions(const Scenario& scenario, std::string_view help) {
     ++next_param;
   }
   return out;
-}
-
-std::string scenarios_json() {
-  JsonWriter w;
-  w.begin_object().key("scenarios").begin_array();
-  for (const auto& [name, s] : builtin_scenarios()) {
-    w.begin_object().key("name").value(name).key("summary").value(s.summary).key("params").begin_array();
-    for (const auto& p : s.params) write_param(w, p);
-    w.end_array().key("help").value(describe_scenario(s)).end_object();
-  }
-  return w.end_array().end_object().str();
 }
 
 }  // namespace
@@ -330,7 +292,7 @@ int run_predict(const PredictOptions& options) {
 
 int run_scenarios(bool json) {
   if (json) {
-    std::cout << scenarios_json();
+    std::cout << scenarios_json(builtin_scenarios());
     return 0;
   }
   bool first = true;

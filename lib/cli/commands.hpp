@@ -28,10 +28,6 @@ struct CommonOptions {
   GraphOptions graph_options() const;
 };
 
-/// A canonical parameter value as an integer when it is a whole number a double holds exactly
-/// (|value| <= 2^53), so that `25MiB` prints as 26214400; nullopt otherwise (fractions, +-inf).
-std::optional<std::int64_t> exact_integer(double value);
-
 int run_replay(const CommonOptions& options);
 int run_stats(const CommonOptions& options);
 /// `stats --catalogue`: every stat the import report may hold; needs no trace.

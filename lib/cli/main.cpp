@@ -25,7 +25,7 @@ constexpr const char* kTraceFormats =
 
 constexpr const char* kIterationsHelp =
     "Regular expression (ECMAScript) naming the CPU ranges that are iterations, measured start to start (default: "
-    "ProfilerStep#N, else step N, iteration N or iter N)";
+    "ProfilerStep#N, else step N, iteration N or iter N, else from one optimizer step's end to the next)";
 
 void add_iterations_option(CLI::App& command, daydream::cli::CommonOptions& options) {
   command.add_option("--iterations", options.iterations, kIterationsHelp);

@@ -13,6 +13,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/sweep_cost.hpp"
+#include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/report/replay.hpp"
@@ -126,7 +127,7 @@ std::string parameter_cell(const std::optional<GivenParameter>& cell) {
   if (!cell) return "";
   if (cell->kind == ParamKind::text) return csv_field(cell->text);
   if (!cell->number) return "";
-  if (const auto whole = exact_integer(*cell->number)) return fmt::format("{}", *whole);
+  if (const auto whole = text::exact_integer(*cell->number)) return fmt::format("{}", *whole);
   return fmt::format("{}", *cell->number);
 }
 

@@ -58,6 +58,13 @@ std::optional<TimeNs> microseconds_to_ns(std::string_view token) {
   return negative ? -ns : ns;
 }
 
+std::optional<std::int64_t> exact_integer(double value) {
+  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53: every integer up to it is a double
+  if (std::isfinite(value) && value == std::floor(value) && std::abs(value) <= kExactIntegers)
+    return static_cast<std::int64_t>(value);
+  return std::nullopt;
+}
+
 std::optional<std::int64_t> trailing_integer(std::string_view text) {
   std::size_t end = text.size();
   while (end > 0 && text[end - 1] == ' ') --end;

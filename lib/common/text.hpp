@@ -17,6 +17,10 @@ namespace daydream::text {
 /// half away from zero beyond. Returns nullopt when the token is not a finite number.
 std::optional<TimeNs> microseconds_to_ns(std::string_view token);
 
+/// A value as an integer when it is a whole number a double holds exactly (|value| <= 2^53), so
+/// that a canonical `25MiB` prints as 26214400; nullopt otherwise (fractions, +-inf, NaN).
+std::optional<std::int64_t> exact_integer(double value);
+
 /// Parses the trailing integer of strings such as "stream 7" or "25738".
 std::optional<std::int64_t> trailing_integer(std::string_view text);
 

@@ -1,6 +1,7 @@
 #include "report/json_writer.hpp"
 
 #include "common/json_string.hpp"
+#include "common/text.hpp"
 
 #include <fmt/format.h>
 
@@ -99,6 +100,11 @@ JsonWriter& JsonWriter::null() {
   separate();
   out_ += "null";
   return *this;
+}
+
+JsonWriter& JsonWriter::number(double v) {
+  if (const auto whole = text::exact_integer(v)) return value(*whole);
+  return ratio(v);
 }
 
 JsonWriter& JsonWriter::ratio(double v) {

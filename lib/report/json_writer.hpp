@@ -27,6 +27,9 @@ class JsonWriter {
   JsonWriter& milliseconds(TimeNs ns);
   /// A ratio with 6 decimals.
   JsonWriter& ratio(double value);
+  /// A number as exactly as it reads: a whole number as an integer, any other with 6 decimals;
+  /// +-inf and NaN as null.
+  JsonWriter& number(double value);
   std::string str() const { return out_ + "\n"; }
 
  private:

@@ -36,6 +36,24 @@ foreach(file include/daydream/daydream.hpp lib/cmake/daydream/daydreamConfig.cma
   endif()
 endforeach()
 
+# docs/install.md names every library the install holds: its `lib/libdaydream_{a,b,...}.a` list
+# is exactly the static libraries installed, and the collector is named where it was installed.
+file(READ ${SOURCE_DIR}/../../docs/install.md install_doc)
+if(NOT install_doc MATCHES "`lib/libdaydream_{([a-z_,]+)}\\.a`")
+  message(FATAL_ERROR "docs/install.md: no `lib/libdaydream_{...}.a` list of the libraries")
+endif()
+string(REPLACE "," ";" documented "${CMAKE_MATCH_1}")
+list(SORT documented)
+file(GLOB archives RELATIVE ${prefix}/lib ${prefix}/lib/libdaydream_*.a)
+string(REGEX REPLACE "libdaydream_([a-z_]+)\\.a" "\\1" installed "${archives}")
+list(SORT installed)
+if(NOT documented STREQUAL installed)
+  message(FATAL_ERROR "docs/install.md lists the libraries ${documented}; the install has ${installed}")
+endif()
+if(EXISTS ${prefix}/lib/libdaydream_cupti.so AND NOT install_doc MATCHES "`lib/libdaydream_cupti\\.so`")
+  message(FATAL_ERROR "docs/install.md does not name the installed collector lib/libdaydream_cupti.so")
+endif()
+
 # 1. find_package(daydream 0.1), target daydream::daydream.
 run("configure the consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/consumer -B ${WORK_DIR}/cmake-build
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release)

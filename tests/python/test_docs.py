@@ -2,8 +2,12 @@
 every edge type once, and each file it names really builds that type; its library table names
 every stage library that lib/CMakeLists.txt defines, and every public header exists."""
 
+import json
 import re
+import subprocess
 from pathlib import Path
+
+import pytest
 
 import daydream
 
@@ -87,3 +91,117 @@ def test_gpu_model_docs_list_the_builtin_prices_as_the_library_holds_them():
     expected = [f"| {p['gpu']} | {p['usd_per_gpu_hour']:.2f} | {p['source']} |" for p in daydream.prices()]
     assert table == expected
 
+
+
+# --- every doc: paths, links, the Python names it documents ---
+
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+# `lib/...`, `scenarios/...`: a path of this repository, as a doc names it in backticks.
+REPO_PATH = re.compile(r"`((?:lib|include|scenarios|tests|bindings|benchmarks|docs|cmake|\.ci)/[^`\s]*)`")
+
+
+def without_code(text: str) -> str:
+    """The text without code blocks and inline code, where `](` is not a link."""
+    return re.sub(r"`[^`\n]*`", "", re.sub(r"^```.*?^```", "", text, flags=re.S | re.M))
+
+
+def anchors(doc: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#+ (.+)$", re.sub(r"^```.*?^```", "", doc.read_text(), flags=re.S | re.M), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def test_docs_name_repository_paths_that_exist():
+    """A renamed or removed file shows up here, not on a reader's screen. docs/install.md's paths
+    are under the install prefix (tests/package/check_install.cmake checks them); a path with a
+    placeholder (`<name>`, `NAME`, `{a,b}`) names no one file."""
+    stale = []
+    for doc in DOCS:
+        if doc.name == "install.md":
+            continue
+        for path in REPO_PATH.findall(doc.read_text()):
+            path = path.rstrip(".,:;")
+            if re.search(r"[<{]|\b[A-Z]{3,}\b", path):
+                continue
+            if not list(REPO.glob(path)) and not (REPO / path).exists():
+                stale.append(f"{doc.relative_to(REPO)}: {path}")
+    assert not stale, stale
+
+
+def test_relative_links_resolve():
+    broken = []
+    for doc in DOCS:
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]+))?\)", without_code(doc.read_text())):
+            if target.startswith(("http:", "https:", "mailto:")):
+                continue
+            linked = (doc.parent / target).resolve() if target else doc
+            if not linked.exists():
+                broken.append(f"{doc.relative_to(REPO)}: {target}")
+            elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+                broken.append(f"{doc.relative_to(REPO)}: {target}#{anchor}")
+    assert not broken, broken
+
+
+def test_python_docs_list_the_filters_and_phases_the_module_has(example_trace):
+    """python.md's table of select() filters is the list select() accepts, and the phases it
+    quotes are daydream.PHASES."""
+    text = (REPO / "docs" / "python.md").read_text()
+    table = text.split("**Filters of `select`**", 1)[1].split("\n\n", 2)[1]
+    documented = [name for cell in re.findall(r"^\| ([^|]+) \|", table, re.M)[1:] for name in re.findall(r"`(\w+)`", cell)]
+    graph = daydream.load(example_trace)
+    try:
+        graph.select(no_such_filter=1)
+    except TypeError as error:
+        accepted = re.search(r"\(filters: ([\w, ]+)\)", str(error)).group(1).split(", ")
+    assert documented == accepted
+    phases = re.search(r"^\| `phase` \| (.+) \(`daydream.PHASES`\) \|$", table, re.M).group(1)
+    assert tuple(re.findall(r'"(\w+)"', phases)) == daydream.PHASES
+
+
+def readme_block(after_heading: str, language: str = "") -> str:
+    readme = (REPO / "README.md").read_text()
+    return readme.split(f"## {after_heading}\n", 1)[1].split(f"```{language}\n", 1)[1].split("```", 1)[0]
+
+
+def synopses():
+    yield pytest.param(readme_block("Command line"), id="README.md")
+    cli_doc = (REPO / "docs" / "cli.md").read_text()
+    yield pytest.param(cli_doc.split("```\n", 1)[1].split("```", 1)[0], id="docs/cli.md")
+
+
+@pytest.mark.parametrize("synopsis", list(synopses()))
+def test_synopsis_is_the_cli(synopsis, cli):
+    """The command synopses (README's, docs/cli.md's) name every command `daydream --help` lists,
+    and every option they show is one that command's --help has."""
+    def run(*args):
+        return subprocess.run([cli, *args], check=True, capture_output=True, text=True).stdout
+
+    commands = re.findall(r"^  (\w+)\s{2,}", run("--help").split("Subcommands:", 1)[1], re.M)
+    entries = re.split(r"^(?=daydream )", synopsis, flags=re.M)[1:]
+    assert sorted({entry.split()[1] for entry in entries}) == sorted(commands)
+    for entry in entries:
+        command = entry.split()[1]
+        usage = re.sub(r"\s{2,}[a-z].*$", "", entry, flags=re.M)  # the usage, without the description
+        options = set(re.findall(r"--[a-z-]+", run(command, "--help")))
+        assert set(re.findall(r"--[a-z-]+", usage)) <= options, (command, usage)
+
+
+def test_readme_replay_json_example_has_the_fields_replay_prints(cli, example_trace):
+    """The example elides values with `...`; its keys, in order, are the ones replay --json prints."""
+    example = readme_block("Command line", "json").replace("{...}", "{}").replace("[...]", "[]").replace("...", "null")
+    shown = json.loads(example)
+    printed = json.loads(subprocess.run([cli, "replay", str(example_trace), "--json"], check=True,
+                                        capture_output=True, text=True).stdout)
+    assert list(shown) == list(printed)
+    assert list(shown["iterations"][0]) == list(printed["iterations"][0])
+    assert list(shown["span"]) == list(printed["span"])
+
+
+def test_every_scenario_has_its_page_linked_from_the_scenario_docs():
+    """docs/scenarios/NAME.md for each scenario of the library (and no page for one it lacks),
+    each linked from docs/scenarios.md."""
+    names = sorted(s["name"] for s in daydream.scenarios())
+    pages = sorted(page.stem for page in (REPO / "docs" / "scenarios").glob("*.md"))
+    assert pages == names
+    index = (REPO / "docs" / "scenarios.md").read_text()
+    assert [name for name in names if f"(scenarios/{name}.md)" not in index] == []

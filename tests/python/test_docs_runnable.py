@@ -1,7 +1,10 @@
 """Docs that cannot go stale (issue 17 item 10): every code block of README.md and docs/*.md marked
 runnable is run, and what it prints is compared with what the docs show.
 
-A block is runnable when the line before its fence is `<!-- runnable -->`:
+A block is runnable when the line before its fence is `<!-- runnable -->`, or
+`<!-- runnable, needs PATH -->` for one that reads data outside the repository (PATH relative to
+the repository root, e.g. `../shared/traces/...`): it is skipped, with the reason, where PATH is
+absent.
 - a `console` or `sh` block holds commands (`$ daydream ...`, continued with a trailing `\\`),
   each followed by the output the docs show: its stdout, or its stderr when stdout is empty (an
   error). A line
@@ -22,7 +25,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-BLOCK = re.compile(r"^<!-- runnable -->\n```(\w+)\n(.*?)^```", re.M | re.S)
+BLOCK = re.compile(r"^<!-- runnable(?:, needs (\S+))? -->\n```(\w+)\n(.*?)^```", re.M | re.S)
 
 
 def runnable_blocks():
@@ -30,7 +33,8 @@ def runnable_blocks():
         text = doc.read_text()
         for match in BLOCK.finditer(text):
             line = text.count("\n", 0, match.start()) + 2
-            yield pytest.param(match.group(1), match.group(2), id=f"{doc.relative_to(REPO)}:{line}")
+            needs, language, block = match.groups()
+            yield pytest.param(language, block, needs, id=f"{doc.relative_to(REPO)}:{line}")
 
 
 def commands(block: str):
@@ -107,8 +111,10 @@ def test_the_docs_mark_runnable_blocks():
     assert {b.values[0] for b in blocks} <= {"console", "sh", "python"}
 
 
-@pytest.mark.parametrize("language, block", runnable_blocks())
-def test_runnable_block(language, block, cli):
+@pytest.mark.parametrize("language, block, needs", list(runnable_blocks()))
+def test_runnable_block(language, block, needs, cli):
+    if needs and not (REPO / needs).exists():
+        pytest.skip(f"the block reads {needs}, which is absent (the shared folder is not next to the checkout)")
     if language == "python":
         run_python(block)
     else:

@@ -11,6 +11,7 @@ the iteration takes 200 us. Each us taken off the 100 us kernel comes off the it
 
 import json
 import math
+import subprocess
 import sys
 
 import pandas as pd
@@ -76,11 +77,22 @@ def test_scenarios_lists_every_builtin_with_its_parameters():
     assert {"amp", "faster_gpu", "faster_network", "channels_last", "pinned_memory", "fused_adam", "restructure_bn",
             "cuda_graphs", "ddp", "p3", "dataloader_workers"} <= set(names)
     for scenario in listed:
-        assert set(scenario) == {"name", "summary", "params"} and scenario["summary"]
+        assert set(scenario) == {"name", "summary", "params", "help"} and scenario["summary"]
+        assert scenario["help"] == daydream.describe(scenario["name"])
         for param in scenario["params"]:
             assert set(param) == {"name", "kind", "default", "min", "max", "min_exclusive", "unit", "description", "auto"}
             assert (param["default"] == "auto") == (param["auto"] is not None)
             assert param["kind"] in ("number", "integer", "bandwidth", "bytes", "duration", "text")
+
+
+def test_scenarios_is_the_cli_catalogue(cli):
+    """One catalogue: daydream.scenarios() is `daydream scenarios --json`'s list, value for value
+    (an auto parameter's default is "auto" in both, never a placeholder number)."""
+    printed = json.loads(subprocess.run([cli, "scenarios", "--json"], check=True, capture_output=True,
+                                        text=True).stdout)["scenarios"]
+    assert daydream.scenarios() == printed
+    rank = {p["name"]: p for s in printed if s["name"] == "rank_speed" for p in s["params"]}["rank"]
+    assert rank["default"] == "auto" and rank["min"] == 0
 
 
 def test_scenario_parameters_in_canonical_units():
@@ -339,7 +351,7 @@ def test_sweep_progress(one_kernel):
 def test_sweep_progress_true_prints_to_stderr(one_kernel, capsys):
     _, g = one_kernel
     daydream.sweep(g, ["faster_gpu:factor=1|2"], progress=True)
-    assert capsys.readouterr().err == "\rsweep: 1/2 scenarios\rsweep: 2/2 scenarios\n"
+    assert capsys.readouterr().err == "\rsweep: 1/2 predictions\rsweep: 2/2 predictions\n"
 
 
 def test_sweep_releases_the_gil(example_trace):

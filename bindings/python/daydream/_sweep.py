@@ -176,7 +176,7 @@ def _progress_reporter(progress, total: int) -> Optional[ProgressCallback]:
     if progress is True:
         def show(done: int, _total: int) -> None:
             end = "\n" if done == total else ""
-            print(f"\rsweep: {done}/{total} scenarios", end=end, file=sys.stderr, flush=True)
+            print(f"\rsweep: {done}/{total} predictions", end=end, file=sys.stderr, flush=True)
         return show
     if callable(progress):
         return progress

@@ -63,7 +63,7 @@ void init_load(py::module_& m) {
         "Reads a trace (any supported format: Kineto Chrome-trace JSON, plain or gzip-compressed; Nsight Systems "
         "SQLite) and builds its task graph. layers: None, or the path of a JSON layer file (see docs/formats.md) "
         "giving tasks a layer and a phase. iterations: None (ranges named ProfilerStep#N, else step N, iteration N "
-        "or iter N) or a regular expression naming the ranges that are iterations (measured start to start; see "
+        "or iter N, else from one Optimizer.step#... range's end to the next) or a regular expression naming the ranges that are iterations (measured start to start; see "
         "Graph.iteration_rule). The graph remembers both files (Graph.sources, Graph.layer_file) so that "
         "daydream.sweep(..., executor=...) can rebuild it on other processes. Raises daydream.Error (naming the "
         "file, event and field) for unreadable input. A directory loads every trace in it as one job (below).");

@@ -30,30 +30,9 @@ using namespace pybind11::literals;
 
 // --- the registry ---
 
-py::object bound(double value) { return std::isfinite(value) ? py::object(py::float_(value)) : py::object(py::none()); }
-
-py::object default_of(const ScenarioParam& p) {
-  if (!p.automatic_means.empty()) return py::str("auto");
-  if (p.kind == ParamKind::text) return py::str(p.default_text);
-  if (p.kind == ParamKind::integer && std::isfinite(p.default_value)) return py::int_(std::llround(p.default_value));
-  return py::float_(p.default_value);
-}
-
-py::dict param_dict(const ScenarioParam& p) {
-  return py::dict("name"_a = p.name, "kind"_a = std::string(to_string(p.kind)), "default"_a = default_of(p),
-                  "min"_a = bound(p.min), "max"_a = bound(p.max), "min_exclusive"_a = p.min_exclusive,
-                  "unit"_a = std::string(canonical_unit(p.kind)), "description"_a = p.description,
-                  "auto"_a = p.automatic_means.empty() ? py::object(py::none()) : py::object(py::str(p.automatic_means)));
-}
-
-py::list scenario_list() {
-  py::list out;
-  for (const auto& [name, s] : builtin_scenarios()) {
-    py::list params;
-    for (const auto& p : s.params) params.append(param_dict(p));
-    out.append(py::dict("name"_a = name, "summary"_a = s.summary, "params"_a = params));
-  }
-  return out;
+/// daydream.scenarios(): the catalogue of `daydream scenarios --json`, parsed (one writer for both).
+py::object scenario_list() {
+  return py::module_::import("json").attr("loads")(scenarios_json(builtin_scenarios()))["scenarios"];
 }
 
 /// One spec, not a grid: predict and apply_scenario take exactly one scenario.
@@ -403,9 +382,11 @@ void init_predict(py::module_& m) {
            }, "Median simulated iteration time of the base graph, in ms.");
 
   m.def("scenarios", &scenario_list,
-        "The registered scenarios, by name: [{name, summary, params: [{name, kind, default, min, max, "
-        "min_exclusive, unit, description}]}]. Numbers are in canonical units (unit: bytes/s, bytes, ns or "
-        "''); an unbounded min/max is None.");
+        "The registered scenarios, by name, as `daydream scenarios --json` lists them: [{name, summary, "
+        "params: [{name, kind, default, min, max, min_exclusive, unit, description, auto}], help}]. Numbers "
+        "are in canonical units (unit: bytes/s, bytes, ns or ''), whole ones as int; an unbounded min/max is "
+        "None; a parameter the scenario works out itself has default 'auto' and auto says from what (None "
+        "otherwise).");
   m.def("describe", [](const std::string& name) { return describe_scenario(builtin_scenarios().find(name)); }, py::arg("name"),
         "Help for one scenario: summary, parameters with units, ranges and defaults. daydream.Error for an "
         "unknown name (the message lists the valid ones).");
