@@ -28,6 +28,15 @@ struct StringIndexHash {
 /// Nanoseconds: every time and duration in daydream carries this unit.
 using TimeNs = std::int64_t;
 
+/// The times daydream accepts (docs/formats.md, "Times daydream accepts"). Every start and end a
+/// trace gives lies strictly within +-kMaxTraceTimeNs (2^62 ns, 146 years: epoch nanoseconds fit
+/// until 2116), a trace spans at most kMaxTraceTimeNs, and every duration, recorded or set by a
+/// what-if, is at most kMaxTaskDurationNs (one day). Readers refuse other values naming the file,
+/// event and field; with them, the differences and sums the graph builder, the simulator and the
+/// reports make fit in 64 bits (the simulator checks its clock too).
+inline constexpr TimeNs kMaxTraceTimeNs = TimeNs{1} << 62;
+inline constexpr TimeNs kMaxTaskDurationNs = TimeNs{86'400} * 1'000'000'000;
+
 enum class EventKind : std::uint8_t {
   cpu_op,           ///< framework operator (Kineto `cpu_op`, legacy `Operator`)
   user_annotation,  ///< `record_function` range, `ProfilerStep#N`, optimizer steps

@@ -220,7 +220,8 @@ std::string CommonOptions::label() const {
 }
 
 bool is_job_input(const std::vector<std::string>& traces) {
-  return traces.size() > 1 || (traces.size() == 1 && std::filesystem::is_directory(traces.front()));
+  std::error_code ec;  // a path that cannot be examined is refused, with its reason, when it is read
+  return traces.size() > 1 || (traces.size() == 1 && std::filesystem::is_directory(traces.front(), ec));
 }
 
 GraphOptions CommonOptions::graph_options() const {

@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <new>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -222,7 +224,7 @@ int daydream::cli::run(int argc, char** argv) {
   auto* roofline = add_roofline_command(app, roofline_options);
   if (const auto message = unknown_command(app, argc, argv)) {
     fmt::print(stderr, "error: {}\n", *message);
-    return 1;
+    return daydream::cli::kExitBadInput;
   }
   CLI11_PARSE(app, argc, argv);
   const StderrLogger logger;
@@ -241,10 +243,16 @@ int daydream::cli::run(int argc, char** argv) {
     if (roofline->parsed()) return daydream::cli::run_roofline(roofline_options);
   } catch (const daydream::Error& e) {
     spdlog::error("{}", e.what());
-    return 1;
+    return daydream::cli::kExitBadInput;
+  } catch (const std::filesystem::filesystem_error& e) {  // a path the library met: bad input too
+    spdlog::error("{}: {}", e.path1().string(), e.code().message());
+    return daydream::cli::kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    spdlog::error("out of memory: the input needs more memory than this machine gives the process");
+    return daydream::cli::kExitBadInput;
   } catch (const std::exception& e) {
-    spdlog::error("internal error: {}", e.what());
-    return 2;
+    spdlog::error("internal error: {} (a bug in daydream: please report it with the command and its input)", e.what());
+    return daydream::cli::kExitBug;
   }
   return 0;
 }

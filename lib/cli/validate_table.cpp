@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "common/paths.hpp"
 #include "daydream/error.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/report/replay.hpp"
@@ -22,7 +23,7 @@ std::string ms_or_dash(TimeNs ns) { return ns >= 0 ? format_ms_us(ns) : "-"; }
 /// One run's graph, with the command's --iterations; a missing file fails with its name before
 /// any work (a multi-rank directory is allowed, as in predict).
 Graph load_run(const ValidateOptions& options, const std::string& path, const std::string& layer_file) {
-  if (!std::filesystem::exists(path)) throw Error(path, Error::kNoEvent, "", "no such file or directory");
+  path_kind(path);  // Error naming it when it is missing or cannot be read
   CommonOptions run;
   run.traces = {path};
   run.iterations = options.iterations;

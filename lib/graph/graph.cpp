@@ -225,6 +225,9 @@ const Task& Graph::task(TaskId id) const { return tasks_[id]; }
 
 void Graph::set_duration(TaskId id, TimeNs duration_ns) {
   if (duration_ns < 0) throw Error(fmt::format("task {}: negative duration {} ns", id, duration_ns));
+  if (duration_ns > kMaxTaskDurationNs)
+    throw Error(fmt::format("task {} '{}': duration {} ns is longer than one day, the longest daydream accepts", id,
+                            name(id), duration_ns));
   tasks_.at(id).duration_ns = duration_ns;
 }
 

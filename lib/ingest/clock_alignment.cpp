@@ -14,6 +14,7 @@
 #include "ingest/clock_alignment.hpp"
 
 #include "common/cuda_api.hpp"
+#include "daydream/error.hpp"
 
 #include <fmt/format.h>
 
@@ -58,6 +59,11 @@ TimeNs offset_of(const OffsetBounds& b) {
   const bool too_early = b.hi && *b.hi < -kTolerance;  // tasks starting before their launch
   const bool too_late = b.lo && *b.lo > kTolerance;    // blocking copies returning before their copy ended
   if (!too_early && !too_late) return 0;
+  // A day or more apart is no clock offset but contradicting records (the builder counts them).
+  const auto beyond_a_day = [](const std::optional<TimeNs>& bound) {
+    return bound && (*bound > kMaxTaskDurationNs || *bound < -kMaxTaskDurationNs);
+  };
+  if (beyond_a_day(b.lo) || beyond_a_day(b.hi)) return 0;
   // Bounds that exclude each other are not a clock offset (a copy call that did not block, say):
   // the graph builder counts such contradictions one by one instead.
   if (b.lo && b.hi) return *b.lo <= *b.hi ? *b.lo + (*b.hi - *b.lo) / 2 : 0;
@@ -80,5 +86,24 @@ void align_gpu_clocks(Trace& trace) {
                             offset < 0 ? -offset : offset);
   }
 }
+
+/// The times every reader left are within what daydream accepts (trace.hpp), also after the GPU
+/// clocks moved, and the trace spans at most kMaxTraceTimeNs: every difference of two of its
+/// times then fits in 64 bits, and every time relative to its first one is at most 2^62 ns.
+void check_trace_times(const Trace& trace) {
+  TimeNs first = kMaxTraceTimeNs, last = -kMaxTraceTimeNs;
+  for (const TraceEvent& e : trace.events) {
+    if (e.start_ns <= -kMaxTraceTimeNs || e.start_ns >= kMaxTraceTimeNs - e.duration_ns)
+      throw Error(trace.path, e.source_index, "ts",
+                  fmt::format("{} ns (on {}, after aligning its clock) is outside the times daydream accepts "
+                              "(|t| < 2^62 ns)", e.start_ns, trace.lanes[e.lane].name));
+    first = std::min(first, e.start_ns);
+    last = std::max(last, e.end_ns());
+  }
+  if (last - first > kMaxTraceTimeNs)
+    throw Error(trace.path, Error::kNoEvent, "",
+                fmt::format("its events span {} ns, more than the 2^62 ns (146 years) daydream accepts", last - first));
+}
+
 
 }  // namespace daydream

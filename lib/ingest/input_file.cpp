@@ -5,6 +5,7 @@
 #include <fstream>
 #include <memory>
 
+#include "common/paths.hpp"
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
 #include "ingest/padding.hpp"
@@ -13,13 +14,13 @@ namespace daydream {
 namespace {
 
 std::string read_raw(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
+  if (path_kind(path) == PathKind::directory)
     throw Error(path.string(), Error::kNoEvent, "", "a directory, not a trace file (give one of its traces)");
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error(path.string(), Error::kNoEvent, "", "no such file");
+  std::error_code ec;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path.string(), Error::kNoEvent, "", "cannot open file");
   const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw Error(path.string(), Error::kNoEvent, "", "cannot read its size: " + ec.message());
   std::string data;
   data.reserve(size + kInputPadding);
   data.resize(size);

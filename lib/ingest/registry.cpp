@@ -27,6 +27,7 @@ Trace load_trace(const std::filesystem::path& path) {
     if (!reader->can_read(file)) continue;
     Trace trace = reader->read(file);
     align_gpu_clocks(trace);
+    check_trace_times(trace);
     return trace;
   }
 #if DAYDREAM_HAVE_NSYS

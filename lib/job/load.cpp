@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common/parallel.hpp"
+#include "common/paths.hpp"
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
 #include "daydream/job.hpp"
@@ -26,10 +27,7 @@ bool is_trace_file(const std::filesystem::path& path) {
 }
 
 std::vector<std::filesystem::path> traces_in(const std::filesystem::path& directory) {
-  std::vector<std::filesystem::path> found;
-  for (const auto& entry : std::filesystem::directory_iterator(directory))
-    if (entry.is_regular_file() && is_trace_file(entry.path())) found.push_back(entry.path());
-  std::sort(found.begin(), found.end());
+  std::vector<std::filesystem::path> found = files_in(directory, is_trace_file);
   if (found.empty()) throw Error(directory.string(), Error::kNoEvent, "", "no trace files (*.json, *.json.gz) in this directory");
   return found;
 }
@@ -65,8 +63,7 @@ std::pair<std::vector<std::filesystem::path>, std::vector<bool>> expand_listed(
   std::vector<std::filesystem::path> files;
   std::vector<bool> listed;
   for (const auto& input : inputs) {
-    if (!std::filesystem::exists(input)) throw Error(input.string(), Error::kNoEvent, "", "no such file or directory");
-    if (!std::filesystem::is_directory(input)) {
+    if (path_kind(input) == PathKind::file) {
       files.push_back(input), listed.push_back(false);
       continue;
     }

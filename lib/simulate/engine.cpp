@@ -32,11 +32,29 @@ double TraceOrderPolicy::priority(const Graph& graph, TaskId task) const {
 namespace {
 
 constexpr TimeNs kUnset = std::numeric_limits<TimeNs>::min();
+/// The simulated clock stays within +-kMaxTraceTimeNs (2^62 ns); a delay or gap is at most
+/// kMaxDelayNs (2^61 ns) and a duration at most kMaxTaskDurationNs. Every time the engine computes
+/// (a clock reading plus one of those, plus at most one more) then fits in 64 bits, and an event
+/// past the clock's range stops the simulation with an Error instead of wrapping around.
+constexpr TimeNs kMaxDelayNs = kMaxTraceTimeNs / 2;
+
+[[noreturn]] void throw_out_of_range(const std::string& what, TimeNs value, std::string_view limit) {
+  throw Error(fmt::format("{}: {} ns is beyond what the simulator accepts ({}); no real run has it, so the graph "
+                          "or a what-if made it",
+                          what, value, limit));
+}
 
 [[noreturn]] void throw_negative_delay(const Graph& graph, const EdgeTable& edges, std::size_t index) {
   const auto from = static_cast<TaskId>(std::upper_bound(edges.first.begin(), edges.first.end(), index) - edges.first.begin() - 1);
   throw Error(fmt::format("edge {} '{}' -> {} '{}': negative delay {} ns", from, graph.name(from), edges.target[index],
                           graph.name(edges.target[index]), edges.delay_ns[index]));
+}
+
+[[noreturn]] void throw_too_long_delay(const Graph& graph, const EdgeTable& edges, std::size_t index) {
+  const auto from = static_cast<TaskId>(std::upper_bound(edges.first.begin(), edges.first.end(), index) - edges.first.begin() - 1);
+  throw_out_of_range(fmt::format("edge {} '{}' -> {} '{}': delay", from, graph.name(from), edges.target[index],
+                                 graph.name(edges.target[index])),
+                     edges.delay_ns[index], "2^61 ns");
 }
 
 struct CompiledGraph {
@@ -104,6 +122,10 @@ CompiledGraph compile(const Graph& graph, const SchedulePolicy& policy) {
     const Task& task = graph.task(t);
     if (task.duration_ns < 0)
       throw Error(fmt::format("task {} '{}': negative duration {} ns", t, graph.name(t), task.duration_ns));
+    if (task.duration_ns > kMaxTaskDurationNs)
+      throw_out_of_range(fmt::format("task {} '{}': duration", t, graph.name(t)), task.duration_ns, "one day");
+    if (task.release_ns >= kMaxTraceTimeNs || task.release_ns <= -kMaxTraceTimeNs)
+      throw_out_of_range(fmt::format("task {} '{}': release", t, graph.name(t)), task.release_ns, "|t| < 2^62 ns");
     c.removed[t] = task.removed ? 1 : 0;
     c.duration[t] = task.duration_ns;
     c.release[t] = task.release_ns;
@@ -115,8 +137,10 @@ CompiledGraph compile(const Graph& graph, const SchedulePolicy& policy) {
   if (c.occupancy) compile_occupancy(graph, c);
   if (c.locks) compile_locks(graph, c);
   c.edges = GraphAccess::edge_table(graph);
-  for (std::size_t i = 0; i < c.edges->delay_ns.size(); ++i)
+  for (std::size_t i = 0; i < c.edges->delay_ns.size(); ++i) {
     if (c.edges->delay_ns[i] < 0) throw_negative_delay(graph, *c.edges, i);
+    if (c.edges->delay_ns[i] > kMaxDelayNs) throw_too_long_delay(graph, *c.edges, i);
+  }
   return c;
 }
 
@@ -170,6 +194,7 @@ class Engine {
     // same instant (zero-delay start-to-start edges), hence the inner loop.
     while (!events_.empty()) {
       const TimeNs now = events_.top().time;
+      if (now >= kMaxTraceTimeNs) throw_clock_overflow(events_.top());
       while (!events_.empty() && events_.top().time == now) {
         while (!events_.empty() && events_.top().time == now) {
           const Event e = events_.top();
@@ -188,6 +213,12 @@ class Engine {
   }
 
  private:
+  [[noreturn]] void throw_clock_overflow(const Event& e) const {
+    const std::string at = e.type == EventType::unit_wake ? "unit " + graph_.units()[e.task].name
+                                                          : fmt::format("task {} '{}'", e.task, graph_.name(e.task));
+    throw_out_of_range("the simulated clock at " + at, e.time, "2^62 ns");
+  }
+
   void push(TimeNs time, TaskId task, EventType type) { events_.push({time, sequence_++, task, type}); }
 
   void on_ready(TaskId t) {

@@ -148,6 +148,9 @@ void Graph::remove(TaskId id) {
 TaskId Graph::insert(const NewTask& spec) {
   if (spec.unit >= units_.size()) throw Error(fmt::format("insert '{}': no unit {}", spec.name, spec.unit));
   if (spec.duration_ns < 0) throw Error(fmt::format("insert '{}': negative duration {} ns", spec.name, spec.duration_ns));
+  if (spec.duration_ns > kMaxTaskDurationNs)
+    throw Error(fmt::format("insert '{}': duration {} ns is longer than one day, the longest daydream accepts", spec.name,
+                            spec.duration_ns));
   for (TaskId t : spec.after) check_live(t, "insert (after)");
   for (TaskId t : spec.before) check_live(t, "insert (before)");
   const auto back = path_between(spec.before, spec.after);  // before ->* after closes a cycle

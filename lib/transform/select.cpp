@@ -165,7 +165,14 @@ TaskSet Graph::select() { return select(TaskFilter{}); }
 TaskSet& TaskSet::scale(double factor) {
   if (!std::isfinite(factor) || factor < 0)
     throw Error(fmt::format("scale: the factor must be a finite number >= 0, got {}", factor));
-  for (TaskId t : ids_) graph_->set_duration(t, std::llround(static_cast<double>(graph_->task(t).duration_ns) * factor));
+  for (TaskId t : ids_) {
+    const double scaled = static_cast<double>(graph_->task(t).duration_ns) * factor;
+    if (scaled > static_cast<double>(kMaxTaskDurationNs))  // checked before rounding, which would overflow
+      throw Error(fmt::format("scale: task {} '{}' would last {:.4g} ns ({} ns x {:g}), longer than one day, the "
+                              "longest daydream accepts",
+                              t, graph_->name(t), scaled, graph_->task(t).duration_ns, factor));
+    graph_->set_duration(t, std::llround(scaled));
+  }
   return *this;
 }
 

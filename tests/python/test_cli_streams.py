@@ -86,3 +86,41 @@ def test_python_m_daydream_runs_twice_in_one_process():
     assert main(["scenarios", "--json"]) == 0
     assert main(["replay", "/nonexistent/trace.json"]) == 1
     assert main(["scenarios", "--json"]) == 0
+
+
+# --- paths that cannot be read are bad input (exit 1, the path and the reason), never exit 2 ---
+
+@pytest.fixture
+def unreadable_paths(tmp_path):
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop.name)
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "rank0.json.gz").symlink_to(EXAMPLE)
+    (job / "rank1.json").symlink_to("nowhere.json")  # dangling, named like a trace
+    (job / "notes.txt").symlink_to("nowhere.txt")  # dangling, not a trace: ignored
+    return {"loop": loop, "job": job}
+
+
+@pytest.mark.parametrize("command", [("replay",), ("stats",), ("layers",), ("bottleneck",), ("roofline",),
+                                     ("predict", "--scenario", "amp"), ("sweep", "--scenario", "amp"),
+                                     ("gpus",)], ids=lambda c: c[0])
+def test_a_symlink_loop_is_bad_input(cli, unreadable_paths, command):
+    loop = unreadable_paths["loop"]
+    done = run(cli, command[0], loop, *command[1:])
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.startswith(f"error: {loop}: ") and "symbolic links" in done.stderr.lower(), done.stderr
+
+
+def test_validate_names_the_run_it_cannot_read(cli, unreadable_paths):
+    done = run(cli, "validate", EXAMPLE, unreadable_paths["loop"], "--scenario", "amp")
+    assert done.returncode == 1 and f"error: {unreadable_paths['loop']}: " in done.stderr, done.stderr
+
+
+def test_a_job_folder_with_a_dangling_trace_names_it(cli, unreadable_paths):
+    done = run(cli, "replay", unreadable_paths["job"])
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: {unreadable_paths['job'] / 'rank1.json'}: "), done.stderr
+    (unreadable_paths["job"] / "rank1.json").unlink()
+    assert run(cli, "replay", unreadable_paths["job"]).returncode == 0  # notes.txt is no trace: ignored

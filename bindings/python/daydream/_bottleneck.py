@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import _core
+from ._checks import expect_graph
 
 IDLE_CAUSES = ("cpu", "data", "sync", "other_stream", "communication", "latency")
 
@@ -56,6 +57,7 @@ def _with_share(pandas, columns: dict, length_ms: float) -> "pandas.DataFrame": 
 def bottleneck(graph: _core.Graph) -> Bottleneck:
     """What limits `graph`'s unmodified run (docs/python.md, "bottleneck"): a Bottleneck of
     DataFrames. The graph is not changed. ImportError without pandas."""
+    expect_graph(graph, "daydream.bottleneck")
     try:
         import pandas
     except ImportError as error:

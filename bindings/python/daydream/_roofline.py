@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import _core
+from ._checks import expect_graph
 
 # The columns of every table; engine and precision: a class's, else those with most of the row's time.
 COLUMNS = ("name", "engine", "precision", "time_ms", "kernels", "flops", "bytes", "achieved_tflops", "achieved_gbps", "share_of_peak",
@@ -70,6 +71,7 @@ def roofline(graph: _core.Graph, device: Optional[str] = None, devices: Optional
     Raises daydream.Error for an unknown device, or without one for a trace whose GPU is unknown;
     ImportError without pandas.
     """
+    expect_graph(graph, "daydream.roofline")
     try:
         import pandas
     except ImportError as error:

@@ -20,6 +20,7 @@ import threading
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
 from . import _core
+from ._checks import expect_graph
 
 ProgressCallback = Callable[[int, int], Any]
 ScenarioItem = Union[str, "tuple[str, Callable[[_core.Graph], Any]]"]
@@ -56,7 +57,7 @@ def sweep(graph: _core.Graph, scenarios: Iterable[ScenarioItem], *, threads: Opt
     columns as `daydream sweep --csv`.
 
     threads: worker threads for the specs (None: all cores); results do not depend on it.
-    progress: True prints "sweep: done/total" to stderr; a callable gets (done, total).
+    progress: True prints "sweep: done/total predictions" to stderr; a callable gets (done, total).
     executor: None (the specs run on this process's threads), or any object whose
     submit(fn, *args) returns a future with result(): concurrent.futures' thread and process
     pools, Dask's client.get_executor(), ... Each spec becomes one task that rebuilds the graph
@@ -73,6 +74,7 @@ def sweep(graph: _core.Graph, scenarios: Iterable[ScenarioItem], *, threads: Opt
     Bad specs (unknown scenario or parameter, value out of range) and bad prices files raise
     daydream.Error before anything runs.
     """
+    expect_graph(graph, "daydream.sweep")
     plan = _plan(scenarios)
     report = _progress_reporter(progress, len(plan))
     pricing = _pricing(price, batch_size, device, devices)

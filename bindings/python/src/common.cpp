@@ -119,20 +119,22 @@ UnitId unit_id_in(const GraphBox& box, py::handle handle) {
 }
 
 TimeNs non_negative_ns(py::handle value, const char* what) {
+  const auto refuse = [&] {
+    throw py::value_error(std::string(what) + " must be a finite number of ns from 0 to one day (" +
+                          std::to_string(kMaxTaskDurationNs) + "), got " + std::string(py::repr(value)));
+  };
   if (py::isinstance<py::bool_>(value) || !py::isinstance<py::int_>(value)) {
-    // A float rounds to the nearest ns, as TaskSet.scale does (task.duration_ns /= 3 works); no
-    // negative, infinite or NaN value, nor one past the largest time (2**63 ns).
-    if (py::isinstance<py::float_>(value)) {
-      const double v = value.cast<double>();
-      if (std::isfinite(v) && v >= 0 && v < 9.2e18) return static_cast<TimeNs>(std::llround(v));
-      throw py::value_error(std::string(what) + " must be a finite number of ns >= 0 (below 9.2e18), got " +
-                            std::string(py::repr(value)));
-    }
-    throw py::type_error(std::string(what) + " must be an int or a float (ns), got " +
-                         std::string(py::str(py::type::of(value).attr("__name__"))));
+    // A float rounds to the nearest ns, as TaskSet.scale does (task.duration_ns /= 3 works).
+    if (!py::isinstance<py::float_>(value))
+      throw py::type_error(std::string(what) + " must be an int or a float (ns), got " +
+                           std::string(py::str(py::type::of(value).attr("__name__"))));
+    const double v = value.cast<double>();
+    if (!(v >= 0 && v <= static_cast<double>(kMaxTaskDurationNs))) refuse();  // NaN too
+    return static_cast<TimeNs>(std::llround(v));
   }
-  const auto v = value.cast<long long>();
-  if (v < 0) throw py::value_error(std::string(what) + " must be >= 0, got " + std::to_string(v));
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);  // any int, however large
+  if (overflow != 0 || v < 0 || v > kMaxTaskDurationNs) refuse();
   return static_cast<TimeNs>(v);
 }
 

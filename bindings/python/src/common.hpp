@@ -5,6 +5,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -22,8 +23,10 @@ namespace daydream::python {
 
 namespace py = pybind11;
 
-/// A graph plus the lock that lets simulations run without the GIL: a simulation holds it
-/// shared (after releasing the GIL), every change holds it exclusively (with the GIL).
+/// A graph plus the lock that lets simulations run without the GIL. The rule: a change holds the
+/// GIL and the lock exclusively (WriteLock) from start to end; a read holds the GIL, or releases
+/// it and holds the lock shared (simulations, fingerprints, reports). So no read ever overlaps a
+/// change, whichever thread makes it.
 /// A graph made by daydream.load() also remembers where it came from, so that distributed sweeps
 /// can rebuild it on other processes or machines (see daydream/_sweep.py).
 struct GraphBox {
@@ -41,8 +44,28 @@ struct GraphBox {
   std::vector<std::string> sources;  ///< absolute paths of the trace files, in load order; empty if not loaded
   std::string layers;                ///< absolute path of the layer file, or empty
   std::optional<std::uint64_t> loaded_fingerprint;  ///< graph.fingerprint() right after load
+  /// Changes made from Python so far (one per WriteLock): a schedule callable that changes the
+  /// graph it is computing priorities for is caught by comparing it before and after.
+  mutable std::atomic<std::uint64_t> revision{0};
 };
 using GraphPtr = std::shared_ptr<GraphBox>;
+
+}  // namespace daydream::python
+
+/// A `Graph` argument never takes None: pybind11 would pass an empty shared_ptr, and every
+/// function taking a graph would dereference it. Refusing None here makes every such call raise
+/// TypeError (naming the signatures it accepts) before any C++ code runs.
+template <>
+class pybind11::detail::type_caster<daydream::python::GraphPtr>
+    : public copyable_holder_caster<daydream::python::GraphBox, daydream::python::GraphPtr> {
+ public:
+  bool load(handle source, bool convert) {
+    if (source.is_none()) return false;
+    return copyable_holder_caster<daydream::python::GraphBox, daydream::python::GraphPtr>::load(source, convert);
+  }
+};
+
+namespace daydream::python {
 
 /// Exclusive access for a change made from Python. Waits for running simulations without
 /// holding the GIL, so they can finish and hand results back.
@@ -53,6 +76,7 @@ class WriteLock {
       py::gil_scoped_release release;
       lock_.lock();
     }
+    ++box.revision;
   }
 
  private:
@@ -110,7 +134,9 @@ NewTask new_task_of(py::handle spec);
 py::object int_or_none(std::int64_t value);
 /// ns as the float milliseconds every *_ms value of the Python API is.
 inline double ms(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
-/// `value` as a non-negative number of ns: an int, or a float rounded to the nearest ns (as TaskSet.scale rounds); ValueError (naming `what`) for a negative, NaN or infinite value.
+/// `value` as a number of ns from 0 to one day (kMaxTaskDurationNs, the longest task daydream
+/// accepts): an int, or a float rounded to the nearest ns (as TaskSet.scale rounds); ValueError
+/// (naming `what`) for a negative, NaN, infinite or larger value, TypeError for another type.
 TimeNs non_negative_ns(py::handle value, const char* what);
 
 /// The built-in GPU catalogue plus the GPUs of the devices file `devices` (device.cpp): the

@@ -46,7 +46,8 @@ GraphPtr load_job_box(const std::vector<Path>& paths, const std::optional<Path>&
 
 GraphPtr load(const Path& path, const std::optional<Path>& layers, const std::optional<std::string>& iterations) {
   py::gil_scoped_release release;
-  if (std::filesystem::is_directory(path)) return load_job_box({path}, layers, graph_options(iterations));
+  std::error_code ec;  // a path that cannot be examined is refused, with its reason, by load_trace
+  if (std::filesystem::is_directory(path, ec)) return load_job_box({path}, layers, graph_options(iterations));
   return loaded_box(build_graph(load_trace(path), graph_options(iterations)), {path}, layers);
 }
 

@@ -256,8 +256,9 @@ std::vector<std::string> apply_in_place(const GraphPtr& box, const std::string& 
   const ScenarioSpec spec = single_spec(text, "apply_scenario");
   ScenarioOutcome outcome;
   {
+    // The GIL stays held: Python threads read graphs under the GIL alone (GraphBox), so a change
+    // made without it could be seen half done.
     WriteLock lock(*box);
-    py::gil_scoped_release release;  // other Python threads wait for the lock without the GIL
     outcome = apply_scenario(box->graph, spec);
   }
   if (outcome.policy && outcome.policy->name() != "trace_order") {

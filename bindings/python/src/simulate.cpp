@@ -57,9 +57,13 @@ std::unique_ptr<SchedulePolicy> make_policy(const GraphPtr& box, py::handle sche
     return std::make_unique<PrecomputedPolicy>(std::move(priorities), "dict");
   }
   if (PyCallable_Check(schedule.ptr())) {
-    for (TaskId t = 0; t < g.num_tasks(); ++t) {
+    const std::uint64_t revision = box->revision;
+    for (TaskId t = 0; t < priorities.size(); ++t) {
       if (g.task(t).removed) continue;
       py::object value = schedule(TaskRef{box, t});
+      if (box->revision != revision)
+        throw py::value_error("schedule: the callable changed the graph (called for task " + std::to_string(t) +
+                              "); a schedule may only read it: make changes before simulate()");
       if (!value.is_none()) priorities[t] = as_priority(value, t);
     }
     return std::make_unique<PrecomputedPolicy>(std::move(priorities), "callable");

@@ -15,6 +15,7 @@
 
 #include "common/text.hpp"
 #include "daydream/error.hpp"
+#include "ingest/clock_alignment.hpp"
 #include "ingest/kineto/kineto_event.hpp"
 #include "ingest/kineto/recorded_operands.hpp"
 #include "ingest/padding.hpp"
@@ -353,6 +354,11 @@ class KinetoParser {
     if (!raw.ts) fail("ts", "missing");
     if (!raw.dur) fail("dur", "missing");
     if (*raw.dur < 0) fail("dur", fmt::format("negative duration {} us", raw.dur_token));
+    if (*raw.dur > kMaxTaskDurationNs)
+      fail("dur", fmt::format("{} us is longer than one day, the longest duration daydream accepts", raw.dur_token));
+    if (*raw.ts >= kMaxTraceTimeNs - *raw.dur || *raw.ts <= -kMaxTraceTimeNs)
+      fail("ts", fmt::format("{} us (ending {} us later) is outside the times daydream accepts (|t| < 2^62 ns, "
+                             "146 years)", raw.ts_token, raw.dur_token));
     TraceEvent event;
     event.kind = event_kind(category);
     event.start_ns = *raw.ts;
@@ -509,6 +515,7 @@ Trace parse_kineto_json(std::string json, const std::string& name) {
   json.reserve(json.size() + kInputPadding);
   Trace trace = KinetoParser(name).parse(json);
   trace.bytes_read = json.size();
+  check_trace_times(trace);
   return trace;
 }
 

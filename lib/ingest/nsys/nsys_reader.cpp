@@ -197,6 +197,7 @@ class NsysParser {
     }
     sql += fmt::format(" FROM \"{}\"", t.name);
     Statement stmt(db_, sql, t.name);
+    table_ = t.name;
     while (stmt.step()) {
       const Row row(stmt, t, columns, trace_.path, index_);
       visit(row);
@@ -217,6 +218,18 @@ class NsysParser {
   }
 
   /// start <= end, else counted (the row is skipped by the caller).
+  /// Times within what daydream accepts (trace.hpp): Error naming the row and column otherwise.
+  void check_times(std::int64_t start, std::int64_t end) const {
+    for (const auto& [column, ns] : {std::pair{"start", start}, std::pair{"end", end}})
+      if (ns >= kMaxTraceTimeNs || ns <= -kMaxTraceTimeNs)
+        throw Error(trace_.path, index_, fmt::format("{}.{}", table_, column),
+                    fmt::format("{} ns is outside the times daydream accepts (|t| < 2^62 ns, 146 years)", ns));
+    if (end - start > kMaxTaskDurationNs)
+      throw Error(trace_.path, index_, fmt::format("{}.end", table_),
+                  fmt::format("lasts {} ns from its start, longer than one day, the longest duration daydream "
+                              "accepts", end - start));
+  }
+
   bool valid_times(const Table& t, std::int64_t start, std::int64_t end) {
     if (end < start) {
       count(stats::nsys_end_before_start, t.name);
@@ -388,6 +401,7 @@ class NsysParser {
 
   TraceEvent& add(EventKind kind, std::int64_t start, std::int64_t end, std::uint32_t name, std::uint32_t lane_index,
                   std::int64_t correlation) {
+    check_times(start, end);  // before end - start, which could overflow
     TraceEvent e;
     e.kind = kind;
     e.start_ns = start;
@@ -695,6 +709,7 @@ class NsysParser {
   const Database& db_;
   Trace trace_;
   std::int64_t index_ = 0;  // source index of the row being read (all event tables, in read order)
+  std::string table_;       // the table being read, for messages
   std::unordered_map<std::int64_t, std::string> string_ids_;
   std::unordered_map<std::int64_t, std::uint32_t> names_, api_names_;
   TraceTables tables_{trace_};
