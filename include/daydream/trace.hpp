@@ -36,6 +36,9 @@ using TimeNs = std::int64_t;
 /// reports make fit in 64 bits (the simulator checks its clock too).
 inline constexpr TimeNs kMaxTraceTimeNs = TimeNs{1} << 62;
 inline constexpr TimeNs kMaxTaskDurationNs = TimeNs{86'400} * 1'000'000'000;
+/// Whether a time lies strictly within +-kMaxTraceTimeNs: the one rule every reader and the
+/// simulator apply to a start, an end or a release.
+constexpr bool is_trace_time(TimeNs ns) { return ns > -kMaxTraceTimeNs && ns < kMaxTraceTimeNs; }
 
 enum class EventKind : std::uint8_t {
   cpu_op,           ///< framework operator (Kineto `cpu_op`, legacy `Operator`)

@@ -254,5 +254,5 @@ int daydream::cli::run(int argc, char** argv) {
     spdlog::error("internal error: {} (a bug in daydream: please report it with the command and its input)", e.what());
     return daydream::cli::kExitBug;
   }
-  return 0;
+  return daydream::cli::kExitDone;
 }

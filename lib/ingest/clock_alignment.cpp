@@ -93,7 +93,7 @@ void align_gpu_clocks(Trace& trace) {
 void check_trace_times(const Trace& trace) {
   TimeNs first = kMaxTraceTimeNs, last = -kMaxTraceTimeNs;
   for (const TraceEvent& e : trace.events) {
-    if (e.start_ns <= -kMaxTraceTimeNs || e.start_ns >= kMaxTraceTimeNs - e.duration_ns)
+    if (!is_trace_time(e.start_ns) || !is_trace_time(e.end_ns()))
       throw Error(trace.path, e.source_index, "ts",
                   fmt::format("{} ns (on {}, after aligning its clock) is outside the times daydream accepts "
                               "(|t| < 2^62 ns)", e.start_ns, trace.lanes[e.lane].name));

@@ -44,17 +44,17 @@ constexpr TimeNs kMaxDelayNs = kMaxTraceTimeNs / 2;
                           what, value, limit));
 }
 
-[[noreturn]] void throw_negative_delay(const Graph& graph, const EdgeTable& edges, std::size_t index) {
+/// "edge 3 'a' -> 5 'b'": the edge at `index` of the table, for messages.
+std::string edge_text(const Graph& graph, const EdgeTable& edges, std::size_t index) {
   const auto from = static_cast<TaskId>(std::upper_bound(edges.first.begin(), edges.first.end(), index) - edges.first.begin() - 1);
-  throw Error(fmt::format("edge {} '{}' -> {} '{}': negative delay {} ns", from, graph.name(from), edges.target[index],
-                          graph.name(edges.target[index]), edges.delay_ns[index]));
+  return fmt::format("edge {} '{}' -> {} '{}'", from, graph.name(from), edges.target[index], graph.name(edges.target[index]));
 }
 
-[[noreturn]] void throw_too_long_delay(const Graph& graph, const EdgeTable& edges, std::size_t index) {
-  const auto from = static_cast<TaskId>(std::upper_bound(edges.first.begin(), edges.first.end(), index) - edges.first.begin() - 1);
-  throw_out_of_range(fmt::format("edge {} '{}' -> {} '{}': delay", from, graph.name(from), edges.target[index],
-                                 graph.name(edges.target[index])),
-                     edges.delay_ns[index], "2^61 ns");
+/// A delay the simulator cannot use: negative, or beyond kMaxDelayNs.
+void check_delay(const Graph& graph, const EdgeTable& edges, std::size_t index) {
+  const TimeNs delay = edges.delay_ns[index];
+  if (delay < 0) throw Error(fmt::format("{}: negative delay {} ns", edge_text(graph, edges, index), delay));
+  if (delay > kMaxDelayNs) throw_out_of_range(edge_text(graph, edges, index) + ": delay", delay, "2^61 ns");
 }
 
 struct CompiledGraph {
@@ -124,7 +124,7 @@ CompiledGraph compile(const Graph& graph, const SchedulePolicy& policy) {
       throw Error(fmt::format("task {} '{}': negative duration {} ns", t, graph.name(t), task.duration_ns));
     if (task.duration_ns > kMaxTaskDurationNs)
       throw_out_of_range(fmt::format("task {} '{}': duration", t, graph.name(t)), task.duration_ns, "one day");
-    if (task.release_ns >= kMaxTraceTimeNs || task.release_ns <= -kMaxTraceTimeNs)
+    if (!is_trace_time(task.release_ns))
       throw_out_of_range(fmt::format("task {} '{}': release", t, graph.name(t)), task.release_ns, "|t| < 2^62 ns");
     c.removed[t] = task.removed ? 1 : 0;
     c.duration[t] = task.duration_ns;
@@ -137,10 +137,7 @@ CompiledGraph compile(const Graph& graph, const SchedulePolicy& policy) {
   if (c.occupancy) compile_occupancy(graph, c);
   if (c.locks) compile_locks(graph, c);
   c.edges = GraphAccess::edge_table(graph);
-  for (std::size_t i = 0; i < c.edges->delay_ns.size(); ++i) {
-    if (c.edges->delay_ns[i] < 0) throw_negative_delay(graph, *c.edges, i);
-    if (c.edges->delay_ns[i] > kMaxDelayNs) throw_too_long_delay(graph, *c.edges, i);
-  }
+  for (std::size_t i = 0; i < c.edges->delay_ns.size(); ++i) check_delay(graph, *c.edges, i);
   return c;
 }
 

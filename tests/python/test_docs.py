@@ -100,14 +100,18 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 REPO_PATH = re.compile(r"`((?:lib|include|scenarios|tests|bindings|benchmarks|docs|cmake|\.ci)/[^`\s]*)`")
 
 
+def without_code_blocks(text: str) -> str:
+    return re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+
+
 def without_code(text: str) -> str:
     """The text without code blocks and inline code, where `](` is not a link."""
-    return re.sub(r"`[^`\n]*`", "", re.sub(r"^```.*?^```", "", text, flags=re.S | re.M))
+    return re.sub(r"`[^`\n]*`", "", without_code_blocks(text))
 
 
 def anchors(doc: Path) -> set[str]:
     """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens."""
-    headings = re.findall(r"^#+ (.+)$", re.sub(r"^```.*?^```", "", doc.read_text(), flags=re.S | re.M), re.M)
+    headings = re.findall(r"^#+ (.+)$", without_code_blocks(doc.read_text()), re.M)
     return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
 
 

@@ -356,7 +356,7 @@ class KinetoParser {
     if (*raw.dur < 0) fail("dur", fmt::format("negative duration {} us", raw.dur_token));
     if (*raw.dur > kMaxTaskDurationNs)
       fail("dur", fmt::format("{} us is longer than one day, the longest duration daydream accepts", raw.dur_token));
-    if (*raw.ts >= kMaxTraceTimeNs - *raw.dur || *raw.ts <= -kMaxTraceTimeNs)
+    if (!is_trace_time(*raw.ts) || !is_trace_time(*raw.ts + *raw.dur))  // the sum once ts is in range
       fail("ts", fmt::format("{} us (ending {} us later) is outside the times daydream accepts (|t| < 2^62 ns, "
                              "146 years)", raw.ts_token, raw.dur_token));
     TraceEvent event;

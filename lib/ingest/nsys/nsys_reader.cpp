@@ -221,7 +221,7 @@ class NsysParser {
   /// Times within what daydream accepts (trace.hpp): Error naming the row and column otherwise.
   void check_times(std::int64_t start, std::int64_t end) const {
     for (const auto& [column, ns] : {std::pair{"start", start}, std::pair{"end", end}})
-      if (ns >= kMaxTraceTimeNs || ns <= -kMaxTraceTimeNs)
+      if (!is_trace_time(ns))
         throw Error(trace_.path, index_, fmt::format("{}.{}", table_, column),
                     fmt::format("{} ns is outside the times daydream accepts (|t| < 2^62 ns, 146 years)", ns));
     if (end - start > kMaxTaskDurationNs)
