@@ -66,6 +66,15 @@ Step collect_step(const Graph& graph, const std::vector<TaskId>& tasks) {
 // together factor x their summed time (at the calibrated stream gap, taking over their other
 // edges); on its thread, per fused kernel one framework call (the step's median removed CPU
 // segment: one ATen dispatch) and one launch call, back to back. Kernel i is launched by call i.
+/// Part j of `total` ns split into `parts` whole-ns parts that add up to it: floor(total x k /
+/// parts) - floor(total x (k-1) / parts), computed as q k + r k / parts so that no product
+/// passes int64 (total x parts may).
+TimeNs part(TimeNs total, std::int64_t j, std::int64_t parts) {
+  const TimeNs q = total / parts, r = total % parts;
+  const auto upto = [&](std::int64_t k) { return q * k + r * k / parts; };
+  return upto(j + 1) - upto(j);
+}
+
 std::vector<Replacement> fused_work(Graph& graph, const Step& step, const Settings& s, Tally& tally) {
   const TimeNs framework_ns = TaskSet(graph, step.cpu).filter(TaskFilter().kind(TaskKind::cpu)).median_duration_ns();
   const Task& first = graph.task(step.cpu.front());
@@ -76,7 +85,7 @@ std::vector<Replacement> fused_work(Graph& graph, const Step& step, const Settin
     Replacement fused{stream, {}, graph.calibration().gpu_gap_ns, true};
     for (std::int64_t j = 0; j < s.kernels; ++j) {  // parts that add up to fused_ns
       fused.tasks.push_back(NewTask::of("fused_optimizer_kernel (multi_tensor_apply)", TaskKind::kernel,
-                                        fused_ns * (j + 1) / s.kernels - fused_ns * j / s.kernels,
+                                        part(fused_ns, j, s.kernels),
                                         graph.task(kernels.front()).iteration, Phase::update));
       if (framework_ns > 0)
         work[0].tasks.push_back(NewTask::of("fused optimizer step", TaskKind::cpu, framework_ns, first.iteration, Phase::update));

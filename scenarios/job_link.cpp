@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/checked.hpp"
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 
@@ -72,7 +73,11 @@ void recost(Graph& graph, const JobLayout& job, const std::optional<LinkModel>& 
     if (!std::isfinite(delta)) throw Error(fmt::format("collective {} #{}: cost is not finite", c.name, c.sequence));
     for (TaskId t : c.transfers) {
       const TimeNs base = traced ? graph.task(t).duration_ns : 0;
-      graph.set_duration(t, std::max<TimeNs>(0, base + static_cast<TimeNs>(std::llround(delta))));
+      const auto duration = checked::round_duration_ns(std::max(0.0, double(base) + delta));
+      if (!duration)
+        throw Error(fmt::format("collective {} #{} would last {:g} ns, longer than one day (the longest a task may last)",
+                                c.name, c.sequence, double(base) + delta));
+      graph.set_duration(t, *duration);
     }
   }
   notes.push_back(fmt::format("{} collectives re-costed: latency {:.1f} us, bandwidth {:.2f} GB/s{}", job.collectives.size(),

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "builtin.hpp"
+#include "common/checked.hpp"
 #include "daydream/error.hpp"
 #include "daydream/simulate.hpp"
 #include "job_link.hpp"
@@ -36,7 +37,12 @@ ScenarioOutcome apply_rank_speed(Graph& graph, const ScenarioParams& params) {
     const Task& task = graph.task(t);
     if (!is_compute(graph, task) || graph.units()[task.unit].rank != rank) continue;
     compute_ns += task.duration_ns;
-    graph.set_duration(t, static_cast<TimeNs>(std::llround(double(task.duration_ns) / factor)));
+    const double scaled = double(task.duration_ns) / factor;
+    const auto duration = checked::round_duration_ns(scaled);
+    if (!duration)
+      throw Error(fmt::format("task {} '{}' would last {:g} ns at factor {:g}, longer than one day (the longest a task "
+                              "may last)", t, graph.name(t), scaled, factor));
+    graph.set_duration(t, *duration);
   }
   outcome.notes.push_back(fmt::format("rank {}'s compute ({:.3f} ms of GPU and CPU task time) {:g} times as fast", rank,
                                       double(compute_ns) / 1e6, factor));
@@ -48,7 +54,7 @@ ScenarioOutcome apply_rank_speed(Graph& graph, const ScenarioParams& params) {
 Scenario rank_speed() {
   return {"rank_speed",
           "multi-rank job: one rank's compute (GPU and CPU) factor times as fast (straggler removal)",
-          {ScenarioParam("rank", ParamKind::integer, -1, "the rank whose compute gets faster", 0)
+          {ScenarioParam("rank", ParamKind::integer, -1, "the rank whose compute gets faster", 0, double(kMaxWorldSize - 1))
                .automatic("the straggler of the baseline replay (the rank the others waited for longest)"),
            {"factor", ParamKind::number, 2, "speed-up of its compute", 0, std::numeric_limits<double>::infinity(), true}},
           apply_rank_speed};

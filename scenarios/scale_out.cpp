@@ -35,8 +35,9 @@ ScenarioOutcome apply_scale_out(Graph& graph, const ScenarioParams& params) {
 Scenario scale_out() {
   return {"scale_out",
           "multi-rank job replicated to more ranks (data parallel), collectives re-costed for them",
-          {{"ranks", ParamKind::integer, 16, "ranks of the grown job (at least the traced ones)", 2},
-           ScenarioParam("gpus_per_machine", ParamKind::integer, 0, "GPUs per machine", 1).automatic("the traced world size"),
+          {{"ranks", ParamKind::integer, 16, "ranks of the grown job (at least the traced ones)", 2, double(kMaxWorldSize)},
+           ScenarioParam("gpus_per_machine", ParamKind::integer, 0, "GPUs per machine", 1, double(kMaxWorldSize))
+               .automatic("the traced world size"),
            {"inter", ParamKind::bandwidth, 12.5e9, "link between machines (100 Gb Ethernet)", 0,
             std::numeric_limits<double>::infinity(), true},
            bandwidth_param("link within a machine"), latency_param()},

@@ -29,6 +29,9 @@ namespace daydream {
 using TaskId = std::uint32_t;
 using UnitId = std::uint32_t;
 inline constexpr TaskId kNoTask = 0xffffffffu;
+/// The most tasks a graph may hold (2^27, tens of GB of memory): add_task and a what-if that
+/// grows a graph (scale_out) refuse to pass it. Real traces hold 10^4 to 10^6 tasks a rank.
+inline constexpr std::size_t kMaxGraphTasks = std::size_t{1} << 27;
 
 enum class UnitKind : std::uint8_t { cpu_thread, gpu_stream, comm_channel };
 std::string_view to_string(UnitKind kind);

@@ -248,6 +248,10 @@ class ImportReport {
   std::unordered_map<std::string, std::size_t> index_;
 };
 
+/// The most ranks a job may have (2^20, past the largest training jobs run so far): a trace's
+/// world_size and a what-if's rank counts are refused beyond it, before anything is sized by them.
+inline constexpr std::int64_t kMaxWorldSize = std::int64_t{1} << 20;
+
 struct TraceMetadata {
   std::string format;          ///< "kineto-json" or "kineto-json-legacy"
   std::vector<std::string> devices;  ///< GPU names from deviceProperties

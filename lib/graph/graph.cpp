@@ -193,6 +193,7 @@ UnitId Graph::add_unit(Unit unit) {
 
 TaskId Graph::add_task(Task task) {
   if (task.unit >= units_.size()) throw Error(fmt::format("add_task: unknown unit {}", task.unit));
+  if (tasks_.size() >= kMaxGraphTasks) throw Error(fmt::format("add_task: a graph holds at most {} tasks", kMaxGraphTasks));
   const auto id = static_cast<TaskId>(boost::add_vertex(structure().adjacency));
   tasks_.push_back(task);
   TopologicalRanks& ranks = storage_->ranks;  // unshared by structure() above

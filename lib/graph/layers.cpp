@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 
+#include "common/checked.hpp"
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
 #include "graph/graph_access.hpp"
@@ -58,10 +59,13 @@ class LayerFileReader {
     simdjson::dom::element value;
     if (entry[field].get(value) || !value.is_number()) fail(index, field, "missing or not a number of microseconds");
     std::int64_t whole = 0;
-    if (!value.get(whole)) return whole * 1000 - graph_.origin_ns;
-    const double us = value.get_double();
-    if (!std::isfinite(us) || std::abs(us) > 9.2e15) fail(index, field, "out of range");
-    return std::llround(us * 1000.0) - graph_.origin_ns;
+    std::optional<TimeNs> ns;
+    if (!value.get(whole)) ns = checked::mul(whole, 1000);
+    else ns = checked::round_ns(value.get_double() * 1000.0);
+    const auto relative = ns ? checked::sub(*ns, graph_.origin_ns) : std::nullopt;
+    if (!ns || !is_trace_time(*ns) || !relative || !is_trace_time(*relative))
+      fail(index, field, "outside the times daydream accepts (|t| < 2^62 ns, docs/formats.md)");
+    return *relative;
   }
 
   void read_entry(simdjson::dom::element entry, std::int64_t index, std::map<std::int64_t, std::vector<LayerRange>>& out) {

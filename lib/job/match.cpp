@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/checked.hpp"
 #include "common/text.hpp"
 #include "daydream/job.hpp"
 
@@ -44,7 +45,8 @@ CommKernel describe(const Graph& graph, TaskId t, const CollectiveRecord* record
     if (!record->info.process_group.empty()) k.group = record->info.process_group;
     if (!record->info.name.empty()) k.name = record->info.name;
     const std::int64_t element = dtype_element_bytes(record->info.dtype);
-    if (record->info.in_elements != kNone && element > 0) k.bytes = record->info.in_elements * element;
+    if (record->info.in_elements != kNone && element > 0)  // unknown where the product does not fit
+      k.bytes = checked::mul(record->info.in_elements, element).value_or(kNone);
     k.group_size = record->info.group_size;
   }
   k.key_name = text::squashed(k.name);

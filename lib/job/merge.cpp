@@ -33,6 +33,9 @@ std::vector<const Graph*> check_ranks(std::vector<const Graph*> ranks) {
                   "missing: the trace does not say which rank of the job it is");
     if (g->world_size == kNone)
       throw Error(describe_rank_file(*g), Error::kNoEvent, "distributedInfo.world_size", "missing");
+    if (g->world_size < 1 || g->world_size > kMaxWorldSize)  // missing_ranks() lists up to world_size ranks
+      throw Error(describe_rank_file(*g), Error::kNoEvent, "distributedInfo.world_size",
+                  fmt::format("{} ranks: daydream accepts 1 to {}", g->world_size, kMaxWorldSize));
     if (g->world_size != ranks.front()->world_size)
       throw Error(describe_rank_file(*g), Error::kNoEvent, "distributedInfo.world_size",
                   fmt::format("{} here but {} in {}: the traces are not of one job", g->world_size,

@@ -103,6 +103,11 @@ Graph replicate_ranks(const Graph& input, std::int64_t ranks) {
   const auto traced = static_cast<std::int64_t>(layout->ranks.size());
   if (ranks < traced)
     throw Error(fmt::format("cannot shrink a job of {} ranks to {} by replication", traced, ranks));
+  if (ranks > kMaxWorldSize) throw Error(fmt::format("{} ranks: daydream accepts at most {}", ranks, kMaxWorldSize));
+  const double tasks = static_cast<double>(input.num_tasks()) / static_cast<double>(traced) * static_cast<double>(ranks);
+  if (tasks > static_cast<double>(kMaxGraphTasks))
+    throw Error(fmt::format("{} ranks of about {} tasks each would make {:.3g} tasks, more than the {} a graph may hold",
+                            ranks, input.num_tasks() / static_cast<std::size_t>(traced), tasks, kMaxGraphTasks));
   Graph job = input;
   JobLayout grown = *layout;
   const std::vector<RankParts> parts = split_by_rank(input, *layout);

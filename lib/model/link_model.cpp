@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "common/checked.hpp"
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "daydream/model.hpp"
@@ -19,7 +20,14 @@ double bytes_per_second(double ns_per_byte) {
   return ns_per_byte > 0 ? 1e9 / ns_per_byte : std::numeric_limits<double>::infinity();
 }
 
-TimeNs transfer_ns(double bytes, double bytes_per_s) { return std::llround(bytes / bytes_per_s * 1e9); }
+TimeNs transfer_ns(double bytes, double bytes_per_s) {
+  const double ns = bytes / bytes_per_s * 1e9;
+  const auto rounded = checked::round_duration_ns(ns);
+  if (!rounded)
+    throw Error(fmt::format("a copy of {:g} bytes at {:g} B/s would take {:g} ns, longer than one day (the longest "
+                            "a task may last)", bytes, bytes_per_s, ns));
+  return *rounded;
+}
 
 std::int64_t dtype_element_bytes(std::string_view dtype) {
   std::string d = text::squashed(dtype);

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "common/checked.hpp"
 #include "daydream/error.hpp"
 #include "daydream/scenario.hpp"
 
@@ -31,7 +32,12 @@ double ScenarioParams::number(std::string_view name) const {
   return it->second;
 }
 
-std::int64_t ScenarioParams::integer(std::string_view name) const { return std::llround(number(name)); }
+std::int64_t ScenarioParams::integer(std::string_view name) const {
+  const double value = number(name);
+  const auto rounded = checked::round_integer(value);
+  if (!rounded) throw Error(fmt::format("scenario parameter '{}' = {:g} is not a whole number daydream can hold", name, value));
+  return *rounded;
+}
 
 const std::string& ScenarioParams::text(std::string_view name) const {
   const auto it = texts_.find(name);
@@ -77,7 +83,8 @@ double unit_factor(ParamKind kind, const std::string& unit) {
                                        {"kbps", 1e3 / 8}, {"tbps", 1e12 / 8}, {"gb/s", 1e9}, {"mb/s", 1e6}, {"gib/s", 1073741824.0},
                                        {"b/s", 1}};
   static constexpr Unit bytes[] = {{"", 1}, {"b", 1}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9},
-                                   {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0}};
+                                   {"tb", 1e12}, {"pb", 1e15}, {"kib", 0x1p10}, {"mib", 0x1p20}, {"gib", 0x1p30},
+                                   {"tib", 0x1p40}, {"pib", 0x1p50}};
   static constexpr Unit duration[] = {{"", 1e3}, {"us", 1e3}, {"ns", 1}, {"ms", 1e6}, {"s", 1e9}};
   static constexpr Unit none[] = {{"", 1}, {"x", 1}};
   auto find = [&](const auto& table) {
@@ -119,8 +126,9 @@ std::string show(const ScenarioParam& p, double value) {
   static constexpr std::pair<const char*, double> bits[] = {
       {"Tbps", 1e12 / 8}, {"Gbps", 1e9 / 8}, {"Mbps", 1e6 / 8}, {"kbps", 1e3 / 8}};
   static constexpr std::pair<const char*, double> binary[] = {
-      {"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0}, {"B", 1}};
-  static constexpr std::pair<const char*, double> decimal[] = {{"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}};
+      {"PiB", 0x1p50}, {"TiB", 0x1p40}, {"GiB", 0x1p30}, {"MiB", 0x1p20}, {"KiB", 0x1p10}, {"B", 1}};
+  static constexpr std::pair<const char*, double> decimal[] = {{"PB", 1e15}, {"TB", 1e12}, {"GB", 1e9},
+                                                               {"MB", 1e6},  {"KB", 1e3},  {"B", 1}};
   static constexpr std::pair<const char*, double> times[] = {{"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}};
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   switch (p.kind) {
@@ -128,6 +136,7 @@ std::string show(const ScenarioParam& p, double value) {
     case ParamKind::bytes:
       return value >= 1024 && std::fmod(value, 1024.0) == 0 ? in_unit(value, binary) : in_unit(value, decimal);
     case ParamKind::duration: return in_unit(value, times);
+    case ParamKind::integer: return fmt::format("{:.0f}", value);
     default: return fmt::format("{:g}", value);
   }
 }
@@ -171,10 +180,21 @@ double parse_value(const Scenario& s, const ScenarioParam& p, const std::string&
   return value;
 }
 
+/// Narrows a parameter's range to what the models can hold: durations to one day (the longest a
+/// task may last), sizes and whole numbers to 2^53 (exact in a double, far past any real count).
+void cap_range(ScenarioParam& p) {
+  const double limit = p.kind == ParamKind::duration ? static_cast<double>(kMaxTaskDurationNs)
+                       : p.kind == ParamKind::bytes || p.kind == ParamKind::integer ? 0x1p53
+                                                                                    : INFINITY;
+  p.max = std::min(p.max, limit);
+  p.min = std::max(p.min, -limit);
+}
+
 }  // namespace
 
 void ScenarioRegistry::add(Scenario scenario) {
   if (!scenario.apply) throw Error(fmt::format("scenario '{}' has no apply function", scenario.name));
+  for (ScenarioParam& p : scenario.params) cap_range(p);
   const std::string name = scenario.name;
   scenarios_.insert_or_assign(name, std::move(scenario));
 }

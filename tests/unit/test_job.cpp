@@ -12,6 +12,7 @@
 #include "daydream/job.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/report/replay.hpp"
+#include "daydream/transform.hpp"
 #include "shared_traces.hpp"
 
 using namespace daydream;
@@ -290,4 +291,41 @@ TEST_CASE("a single rank of a bigger DDP job still loads as one trace, or as a p
   const JobReport report = make_job_report(job, simulate(job));
   REQUIRE_FALSE(report.ranks.at(0).iterations.empty());
   for (const auto& it : report.ranks[0].iterations) CHECK(std::abs(it.error()) < 0.02);
+}
+
+TEST_CASE("sizes and ranks daydream accepts: no product or rank count passes what it can hold", "[job][bad-input]") {
+  const auto replaced = [](std::string text, const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+  };
+  // 2^62 floats: elements x 4 bytes would pass int64; the size is left unknown, not wrapped.
+  const std::string huge = replaced(rank_trace(0, 2, 0, 200), R"("In msg nelems": 1000)", R"("In msg nelems": 4611686018427387904)");
+  Graph r0 = build_graph(parse_kineto_json(huge, "rank0.json"));
+  r0.source_path = "rank0.json";
+  const Graph r1 = rank_graph(1, 2, 0, 400);
+  const Graph job = merge_ranks({&r0, &r1});
+  REQUIRE(job.job()->collectives.size() == 1);
+  CHECK(job.job()->collectives.front().bytes == kNone);  // the reference rank (0) has no size it can hold
+  // A world of 10^12 ranks is refused at ingest, before missing_ranks() could list them.
+  const std::string wide = replaced(rank_trace(0, 2, 0, 200), R"("world_size": 2)", R"("world_size": 1000000000000)");
+  CHECK_THROWS_WITH(parse_kineto_json(wide, "wide.json"),
+                    Catch::Contains("wide.json") && Catch::Contains("distributedInfo.world_size") &&
+                        Catch::Contains("1000000000000 ranks: daydream accepts 1 to 1048576"));
+  Graph set_wide = rank_graph(0, 2, 0, 200);
+  set_wide.world_size = std::int64_t{1} << 40;  // as Python may set it
+  CHECK_THROWS_WITH(merge_ranks({&set_wide}), Catch::Contains("distributedInfo.world_size") && Catch::Contains("daydream accepts"));
+  // Rank counts of what-ifs: refused as parameters, and a grown graph stays within kMaxGraphTasks.
+  const Predictor predictor(two_rank_job());
+  CHECK_THROWS_WITH(predictor.predict(parse_scenario_spec("rank_speed:rank=1e300")),
+                    Catch::Contains("'rank' = '1e300' is out of range (valid: 0..1048575"));
+  CHECK_THROWS_WITH(predictor.predict(parse_scenario_spec("scale_out:ranks=1e9")),
+                    Catch::Contains("'ranks' = '1e9' is out of range (valid: 2..1048576"));
+  CHECK_THROWS_WITH(predictor.predict(parse_scenario_spec("rank_speed:rank=7")), Catch::Contains("rank 7 is not in the job"));
+  Graph bigger = predictor.base();
+  NewTask filler = NewTask::of("filler", bigger.task(0).kind, 1, 0);
+  filler.unit = bigger.task(0).unit;
+  for (int i = 0; i < 300; ++i) bigger.insert(filler);  // 2 ranks of about 150 tasks more
+  CHECK_THROWS_WITH(replicate_ranks(bigger, kMaxWorldSize),
+                    Catch::Contains("1048576 ranks of about") && Catch::Contains("more than the 134217728 a graph may hold"));
 }

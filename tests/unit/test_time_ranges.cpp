@@ -4,11 +4,16 @@
 // 64-bit sum before (a negative busy time or iteration, or undefined behaviour).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "daydream/error.hpp"
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
+#include "daydream/layers.hpp"
+#include "daydream/report/replay.hpp"
 #include "daydream/simulate.hpp"
 #include "daydream/transform.hpp"
 #include "unit/graph_helpers.hpp"
@@ -110,4 +115,49 @@ TEST_CASE("time ranges: the simulator refuses to run its clock past 2^62 ns", "[
     last = chain.insert(spec);
   }
   CHECK_THROWS_WITH(simulate(chain), Catch::Contains("the simulated clock") && Catch::Contains("2^62"));
+}
+
+TEST_CASE("time ranges: a layer file's times are held to the same range", "[time_ranges]") {
+  using namespace daydream;
+  Graph g = test::graph_of(with_kernel("60", "5"));
+  const auto path = std::filesystem::temp_directory_path() / "daydream_time_ranges_layers.json";
+  for (const std::string start : {"9300000000000000", "-9300000000000000", "4.7e15", "1e300"}) {
+    std::ofstream(path) << R"({"layers": [{"name": "l", "phase": "forward", "thread": 1, "start_us": )" << start
+                        << R"(, "end_us": 30}]})";
+    CHECK_THROWS_WITH(apply_layer_file(g, path),
+                      Catch::Contains("daydream_time_ranges_layers.json") && Catch::Contains("start_us") &&
+                          Catch::Contains("outside the times daydream accepts"));
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("time ranges: busy time sums cannot overflow: one unit runs its tasks one at a time", "[time_ranges]") {
+  // 50,000 tasks of one day on one stream: 4.32e18 ns of busy time, within int64 and within the
+  // clock limit (2^62 ns); the report's busy time is their exact sum, not a wrapped-around one.
+  using namespace daydream;
+  Graph chain = test::graph_of(with_kernel("60", "5"));
+  const TaskId root = test::task_named(chain, "k");
+  const UnitId stream = chain.task(root).unit;
+  const std::size_t tasks_before = chain.num_tasks();
+  TaskId last = root;
+  for (int i = 0; i < 50'000; ++i) {
+    NewTask spec = NewTask::of("day", TaskKind::kernel, kMaxTaskDurationNs, 0);
+    spec.unit = stream;
+    spec.after = {last};
+    last = chain.insert(spec);
+  }
+  const SimulationResult result = simulate(chain);
+  TimeNs expected = 0;
+  for (TaskId t = 0; t < chain.num_tasks(); ++t)
+    if (chain.task(t).unit == stream) expected += chain.task(t).duration_ns;
+  CHECK(chain.num_tasks() == tasks_before + 50'000);
+  CHECK(result.units[stream].busy_ns == expected);
+  CHECK(expected > 50'000 * kMaxTaskDurationNs - 1);
+  CHECK(result.makespan_ns > 50'000 * kMaxTaskDurationNs);
+  const ReplayReport report = make_replay_report(chain, result);
+  const auto unit = std::find_if(report.units.begin(), report.units.end(),
+                                 [&](const UnitReport& u) { return u.name == chain.units()[stream].name; });
+  REQUIRE(unit != report.units.end());
+  CHECK(unit->busy_ns == expected);
+  CHECK(to_json(report).find(": -") == std::string::npos);  // no negative number anywhere
 }

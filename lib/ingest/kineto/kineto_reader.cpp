@@ -198,6 +198,9 @@ class KinetoParser {
       if (key == "rank") trace_.metadata.rank = number_or_none(field.value());
       else if (key == "world_size") trace_.metadata.world_size = number_or_none(field.value());
     }
+    const std::int64_t world = trace_.metadata.world_size;
+    if (world != kNone && (world < 1 || world > kMaxWorldSize))
+      fail("distributedInfo.world_size", fmt::format("{} ranks: daydream accepts 1 to {} (kMaxWorldSize)", world, kMaxWorldSize));
     field_ = {};
   }
 
