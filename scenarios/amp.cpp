@@ -5,8 +5,9 @@
 // runs it (autocast_time_ratio: GEMMs and convolutions on the tensor cores at dtype by the ratio
 // of peaks, memory-bound kernels with half the bytes), never below the trace's shortest kernel;
 // with fp16, GradScaler's step waits for the backward pass on the GPU.
-// With tensor_core, other or pattern given, or a GPU the catalogue does not know: the Daydream
-// paper's fixed factors, kernels named by `pattern` / tensor_core and every other / other.
+// With tensor_core, other, pattern or exclude given, or a GPU the catalogue does not know: the
+// Daydream paper's fixed factors, kernels named by `pattern` and not by `exclude` / tensor_core
+// and every other / other.
 // On top of both: autocast casts each weight a GEMM or convolution uses once per forward pass.
 // Each forward operator that launches such kernels gets one cast kernel on the same stream just
 // before its first one, launched by one more launch call just before that kernel's launch call
@@ -31,12 +32,25 @@ namespace {
 constexpr auto ms = text::milliseconds;  // the notes' "{:.3f} ms"
 
 // Matched, ignoring case, in the kernel name before its first '(' (function name and template
-// arguments: parameter lists mention types such as cudnnConvolutionStruct). The lookahead leaves
-// out the helper kernels of those libraries that do not run on tensor cores.
-constexpr const char* kTensorCore =
-    "(?i)^(?![^(]*(offsets|reduce|winogradtiles|winograd_nonfused))"
-    "[^(]*(gemm|conv|wgrad|dgrad|fprop|cutlass|xmma|scudnn|[sh](884|1688|16816))";
+// arguments: parameter lists mention types such as cudnnConvolutionStruct). kNotTensorCore names
+// the helper kernels of those libraries that do not run on tensor cores.
+constexpr const char* kTensorCore = "(?i)^[^(]*(gemm|conv|wgrad|dgrad|fprop|cutlass|xmma|scudnn|[sh](884|1688|16816))";
+constexpr const char* kNotTensorCore = "(?i)^[^(]*(offsets|reduce|winogradtiles|winograd_nonfused)";
 constexpr const char* kElementwise = "(?i)elementwise";
+
+/// Kernels `include` names and `exclude` (when not empty) does not.
+TaskFilter tensor_core_kernels(const std::string& include, const std::string& exclude) {
+  TaskFilter filter = TaskFilter().kind(TaskKind::kernel).name(include);
+  if (!exclude.empty()) filter.name_not(exclude);
+  return filter;
+}
+
+/// The tasks `among` selects that are not in `tensor_core`.
+TaskSet all_but(Graph& graph, TaskFilter among, const TaskSet& tensor_core) {
+  std::vector<char> in_set(graph.num_tasks(), 0);
+  for (TaskId t : tensor_core.ids()) in_set[t] = 1;
+  return graph.select(among.where([in_set = std::move(in_set)](const Graph&, TaskId t) { return !in_set[t]; }));
+}
 
 /// Kernels autocast reaches: not a data pipeline's (autocast is thread-local to the loop).
 bool in_model(const Graph& g, TaskId t) { return g.task(t).phase != Phase::data_loading; }
@@ -45,9 +59,8 @@ bool in_model(const Graph& g, TaskId t) { return g.task(t).phase != Phase::data_
 
 std::vector<TaskId> scale_by_factors(Graph& graph, const ScenarioParams& params, std::vector<std::string>& notes) {
   const double tensor_core_factor = params.number("tensor_core"), other_factor = params.number("other");
-  const std::string& pattern = params.text("pattern");
-  auto tensor_core = graph.select(TaskFilter().kind(TaskKind::kernel).name(pattern).where(in_model));
-  auto other = graph.select(TaskFilter().kind(TaskKind::kernel).name_not(pattern).where(in_model));
+  auto tensor_core = graph.select(tensor_core_kernels(params.text("pattern"), params.text("exclude")).where(in_model));
+  auto other = all_but(graph, TaskFilter().kind(TaskKind::kernel).where(in_model), tensor_core);
   const TimeNs tensor_core_before = tensor_core.total_duration_ns(), other_before = other.total_duration_ns();
   tensor_core.scale(1.0 / tensor_core_factor);
   other.scale(1.0 / other_factor);
@@ -79,8 +92,9 @@ const DeviceSpec* model_device(const DeviceCatalog& catalog, const Graph& graph,
 // A cast's GPU time: the median elementwise kernel after scaling; any non-tensor-core kernel when
 // there is none.
 TimeNs cast_kernel_ns(Graph& graph) {
-  auto kernels = graph.select(TaskFilter().kind(TaskKind::kernel).name(kElementwise).name_not(kTensorCore));
-  if (kernels.empty()) kernels = graph.select(TaskFilter().kind(TaskKind::kernel).name_not(kTensorCore));
+  const TaskSet tensor_core = graph.select(tensor_core_kernels(kTensorCore, kNotTensorCore));
+  auto kernels = all_but(graph, TaskFilter().kind(TaskKind::kernel).name(kElementwise), tensor_core);
+  if (kernels.empty()) kernels = all_but(graph, TaskFilter().kind(TaskKind::kernel), tensor_core);
   return kernels.median_duration_ns();
 }
 
@@ -115,11 +129,13 @@ Precision autocast_dtype(const ScenarioParams& params) {
 
 ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
   check_pattern(params.text("pattern"), "amp");
+  if (!params.text("exclude").empty()) check_pattern(params.text("exclude"), "amp exclude");
   const Precision dtype = autocast_dtype(params);
   const auto launch_call_ns = median_launch_call_ns(graph);
   ScenarioOutcome outcome;
   const DeviceCatalog catalog = DeviceCatalog::with_file(params.text("devices"));
-  const bool fixed = params.given("tensor_core") || params.given("other") || params.given("pattern");
+  const bool fixed =
+      params.given("tensor_core") || params.given("other") || params.given("pattern") || params.given("exclude");
   const DeviceSpec* device = fixed ? nullptr : model_device(catalog, graph, params, outcome.notes);
   const std::vector<TaskId> weighted = device != nullptr ? scale_on_device(graph, *device, dtype, outcome.notes)
                                                          : scale_by_factors(graph, params, outcome.notes);
@@ -168,8 +184,11 @@ Scenario amp() {
                          true}
                .automatic("from the GPU model (2 when the GPU is unknown)"),
            ScenarioParam::text("pattern", kTensorCore,
-                               "regular expression naming the tensor-core kernels of the fixed factors (GEMM, "
+                               "regular expression (RE2) naming the tensor-core kernels of the fixed factors (GEMM, "
                                "convolution)"),
+           ScenarioParam::text("exclude", kNotTensorCore,
+                               "regular expression (RE2) naming kernels `pattern` matches that are no tensor-core "
+                               "kernels (library helpers); empty: none"),
            devices_param()},
           apply_amp};
 }

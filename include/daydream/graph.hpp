@@ -195,7 +195,7 @@ struct Calibration {
 
 /// Options of graph construction; defaults are what `daydream replay` uses.
 struct GraphOptions {
-  /// Ranges whose name this ECMAScript regular expression finds become iterations (measured
+  /// Ranges whose name this (RE2) regular expression finds become iterations (measured
   /// start to start); empty: the default forms `ProfilerStep#N`, `step N`, `iteration N`,
   /// `iter N` (docs/graph.md, "Roots and iterations").
   std::string iterations;

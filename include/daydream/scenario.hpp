@@ -86,13 +86,19 @@ struct ScenarioSpec {
 /// repeated key. Does not check names against the registry (apply_scenario does).
 ScenarioSpec parse_scenario_spec(std::string_view text);
 
+/// The most specs a sweep expands by default (`daydream sweep --max-specs`, sweep(max_specs=)):
+/// a grid is counted before it is expanded, so 7 keys of 10 values are refused, not built.
+inline constexpr std::size_t kDefaultMaxSweepSpecs = 100'000;
+
 /// Expands grids: a value may list alternatives separated by '|' ("bandwidth=10Gbps|40Gbps").
-/// Returns every combination, the first key varying slowest.
-std::vector<ScenarioSpec> expand_scenario_grid(std::string_view text);
+/// Returns every combination, the first key varying slowest. Throws Error, before expanding,
+/// when the grid holds more than `max_specs` combinations.
+std::vector<ScenarioSpec> expand_scenario_grid(std::string_view text, std::size_t max_specs = kDefaultMaxSweepSpecs);
 
 /// Reads a scenario file: one spec (grids allowed) per line; blank lines and lines starting
-/// with '#' are skipped. Errors name the file and line.
-std::vector<ScenarioSpec> read_scenario_file(const std::string& path);
+/// with '#' are skipped. Errors name the file and line; more than `max_specs` specs in all is
+/// an error.
+std::vector<ScenarioSpec> read_scenario_file(const std::string& path, std::size_t max_specs = kDefaultMaxSweepSpecs);
 
 /// The parameters of one run of a scenario, every one set (defaults filled in).
 class ScenarioParams {

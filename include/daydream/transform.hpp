@@ -30,7 +30,7 @@ namespace daydream {
 
 /// Which tasks to select. Each criterion narrows the selection (AND); repeating a criterion
 /// widens it (`kind(kernel).kind(memcpy)` = kernels or copies). No criterion selects every task.
-/// Name patterns are ECMAScript regular expressions searched anywhere in the name; a leading
+/// Name patterns are RE2 regular expressions searched anywhere in the name; a leading
 /// "(?i)" makes one case-insensitive.
 class TaskFilter {
  public:
@@ -66,7 +66,7 @@ class TaskFilter {
   std::vector<std::function<bool(const Graph&, TaskId)>> predicates_;
 };
 
-/// Throws Error when `pattern` is not a valid TaskFilter pattern (ECMAScript regex, optionally
+/// Throws Error when `pattern` is not a valid TaskFilter pattern (an RE2 regular expression, optionally
 /// prefixed by "(?i)"); `what` names it in the message ("name", "layer", ...).
 void check_pattern(const std::string& pattern, std::string_view what = "name");
 

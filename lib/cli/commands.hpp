@@ -64,6 +64,7 @@ struct SweepCommandOptions {
   std::vector<std::string> scenario_files;  ///< one spec per line
   std::string layer_file;
   unsigned threads = 0;  ///< 0: all hardware threads
+  std::size_t max_specs = kDefaultMaxSweepSpecs;  ///< grids are counted against it before expanding
   bool csv = false;
   bool quiet = false;    ///< no progress on stderr
   /// "builtin" or a prices file: adds throughput and cost per 1,000 iterations (cost.hpp); empty: none.

@@ -26,7 +26,7 @@ constexpr const char* kTraceFormats =
     "export (.sqlite, gzip allowed)";
 
 constexpr const char* kIterationsHelp =
-    "Regular expression (ECMAScript) naming the CPU ranges that are iterations, measured start to start (default: "
+    "Regular expression (RE2) naming the CPU ranges that are iterations, measured start to start (default: "
     "ProfilerStep#N, else step N, iteration N or iter N, else from one optimizer step's end to the next)";
 
 void add_iterations_option(CLI::App& command, daydream::cli::CommonOptions& options) {
@@ -88,6 +88,9 @@ CLI::App* add_sweep_command(CLI::App& app, daydream::cli::SweepCommandOptions& o
                     "File listing one spec per line ('#' comments, grids allowed); repeatable")
       ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sweep->add_option("--threads", options.threads, "Worker threads (0: all cores)")->check(CLI::Range(0u, 4096u));
+  sweep->add_option("--max-specs", options.max_specs,
+                    "The most specs the grids may expand to, counted before expanding (default 100000)")
+      ->check(CLI::PositiveNumber);
   sweep->add_flag("--csv", options.csv, "Print CSV instead of a table")->excludes("--json");
   sweep->add_flag("--quiet", options.quiet, "No progress on stderr");
   sweep->add_option("--layers", options.layer_file, "JSON layer file to apply first (see docs/formats.md)");

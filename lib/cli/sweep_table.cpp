@@ -48,10 +48,11 @@ std::string dominant_text(const PathBreakdown& path) {
 /// each is checked against its scenario before any trace is loaded.
 std::vector<ScenarioSpec> collect_specs(const SweepCommandOptions& options) {
   std::vector<ScenarioSpec> specs;
+  const auto left = [&] { return options.max_specs - specs.size(); };  // the budget is for all of them
   for (const auto& text : options.scenarios)
-    for (auto& spec : expand_scenario_grid(text)) specs.push_back(std::move(spec));
+    for (auto& spec : expand_scenario_grid(text, left())) specs.push_back(std::move(spec));
   for (const auto& file : options.scenario_files)
-    for (auto& spec : read_scenario_file(file)) specs.push_back(std::move(spec));
+    for (auto& spec : read_scenario_file(file, left())) specs.push_back(std::move(spec));
   if (specs.empty()) throw Error("sweep: no scenario given (use --scenario SPEC or --scenarios FILE)");
   for (const auto& spec : specs) check_spec(spec);
   return specs;

@@ -20,8 +20,8 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <regex>
 
+#include "common/pattern.hpp"
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "graph/build_context.hpp"
@@ -71,7 +71,7 @@ bool matches_form(std::string_view name, const DefaultForm& form) {
                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
-/// The CPU ranges (events) of the trace on threads with tasks, whose name `accept` accepts.
+/// The CPU ranges (events) of the trace on threads with tasks that `accept` accepts.
 template <class Accept>
 std::vector<std::uint32_t> matching_ranges(const BuildContext& ctx, Accept accept) {
   std::vector<std::uint32_t> found;
@@ -79,17 +79,16 @@ std::vector<std::uint32_t> matching_ranges(const BuildContext& ctx, Accept accep
   for (std::uint32_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
     if (!is_cpu_range(e.kind) || ctx.lane_unit[e.lane] == BuildContext::kNoUnit) continue;
-    if (accept(ctx.trace.name_of(e))) found.push_back(i);
+    if (accept(e)) found.push_back(i);
   }
   return found;
 }
 
-std::regex compile_iteration_pattern(const BuildContext& ctx) {
+Pattern compile_iteration_pattern(const BuildContext& ctx) {
   try {
-    return std::regex(ctx.options.iterations, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    throw Error(ctx.trace.path, Error::kNoEvent, "iterations",
-                "invalid regular expression '" + ctx.options.iterations + "': " + e.what());
+    return Pattern(ctx.options.iterations, "iterations");
+  } catch (const Error& e) {
+    throw Error(ctx.trace.path, Error::kNoEvent, "iterations", e.what());
   }
 }
 
@@ -100,17 +99,21 @@ constexpr std::string_view kOptimizerStepForm = "Optimizer.step#...";
 /// The matching ranges and the rule that found them (pattern, form, measure).
 std::vector<std::uint32_t> choose_ranges(const BuildContext& ctx, IterationRule& rule) {
   if (!ctx.options.iterations.empty()) {
-    const std::regex re = compile_iteration_pattern(ctx);
+    const Pattern re = compile_iteration_pattern(ctx);
     rule = {ctx.options.iterations, ctx.options.iterations, IterationMeasure::start_to_start, ""};
-    return matching_ranges(ctx, [&](std::string_view n) { return std::regex_search(n.begin(), n.end(), re); });
+    std::vector<std::int8_t> matched(ctx.trace.strings.size(), -1);  // per interned name: one search each
+    return matching_ranges(ctx, [&](const TraceEvent& e) {
+      if (matched[e.name] < 0) matched[e.name] = re.search(ctx.trace.name_of(e));
+      return matched[e.name] == 1;
+    });
   }
   for (const DefaultForm& form : kDefaultForms) {
-    auto found = matching_ranges(ctx, [&](std::string_view n) { return matches_form(n, form); });
+    auto found = matching_ranges(ctx, [&](const TraceEvent& e) { return matches_form(ctx.trace.name_of(e), form); });
     if (found.empty()) continue;
     rule = {"", std::string(form.label), form.measure, ""};
     return found;
   }
-  auto steps = matching_ranges(ctx, [](std::string_view n) { return text::starts_with(n, kOptimizerStep); });
+  auto steps = matching_ranges(ctx, [&](const TraceEvent& e) { return text::starts_with(ctx.trace.name_of(e), kOptimizerStep); });
   if (!steps.empty()) rule = {"", std::string(kOptimizerStepForm), IterationMeasure::end_to_end, ""};
   return steps;
 }

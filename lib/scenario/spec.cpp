@@ -1,6 +1,8 @@
 // Scenario specs ("name:key=value,..."), grids ("key=a|b") and scenario files.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
 
 #include "common/text.hpp"
@@ -54,7 +56,7 @@ ScenarioSpec parse_scenario_spec(std::string_view text) {
   for (std::string_view arg : split(rest, ',')) {
     const auto eq = arg.find('=');
     const auto key = trim(arg.substr(0, eq));
-    if (eq == std::string_view::npos || !valid_word(key) || trim(arg.substr(eq + 1)).empty())
+    if (eq == std::string_view::npos || !valid_word(key))  // an empty value is an empty text (amp:exclude=)
       throw Error(fmt::format("scenario spec '{}': argument '{}' is not key=value", whole, arg));
     for (const auto& [k, v] : spec.args)
       if (k == key) throw Error(fmt::format("scenario spec '{}': parameter '{}' given twice", whole, key));
@@ -63,8 +65,19 @@ ScenarioSpec parse_scenario_spec(std::string_view text) {
   return spec;
 }
 
-std::vector<ScenarioSpec> expand_scenario_grid(std::string_view text) {
+std::vector<ScenarioSpec> expand_scenario_grid(std::string_view text, std::size_t max_specs) {
   const ScenarioSpec grid = parse_scenario_spec(text);
+  // Counted before anything is built, saturating at one past max_specs (no product overflows).
+  const std::size_t cap = max_specs == SIZE_MAX ? max_specs : max_specs + 1;
+  std::size_t combinations = 1;
+  for (const auto& arg : grid.args) {
+    const std::size_t n = split(arg.second, '|').size();  // at least 1
+    combinations = combinations > cap / n ? cap : std::min(combinations * n, cap);
+  }
+  if (combinations > max_specs)
+    throw Error(fmt::format("scenario spec '{}': the grid has more than {} combinations, the most a sweep expands "
+                            "(raise it with --max-specs or sweep(max_specs=))",
+                            trim(text), max_specs));
   std::vector<ScenarioSpec> out{ScenarioSpec{grid.name, {}}};
   for (const auto& [key, values] : grid.args) {
     std::vector<ScenarioSpec> next;
@@ -81,7 +94,7 @@ std::vector<ScenarioSpec> expand_scenario_grid(std::string_view text) {
   return out;
 }
 
-std::vector<ScenarioSpec> read_scenario_file(const std::string& path) {
+std::vector<ScenarioSpec> read_scenario_file(const std::string& path, std::size_t max_specs) {
   std::ifstream in(path);
   if (!in) throw Error(path, Error::kNoEvent, "", "cannot open the scenario file");
   std::vector<ScenarioSpec> specs;
@@ -90,7 +103,7 @@ std::vector<ScenarioSpec> read_scenario_file(const std::string& path) {
     const auto content = trim(line);
     if (content.empty() || content.front() == '#') continue;
     try {
-      for (auto& s : expand_scenario_grid(content)) specs.push_back(std::move(s));
+      for (auto& s : expand_scenario_grid(content, max_specs - specs.size())) specs.push_back(std::move(s));
     } catch (const Error& e) {
       throw Error(fmt::format("{}: line {}: {}", path, number, e.what()));
     }

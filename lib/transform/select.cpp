@@ -6,12 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <regex>
-
+#include "common/pattern.hpp"
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "daydream/transform.hpp"
-#include "transform/pattern.hpp"
 
 namespace daydream {
 
@@ -37,26 +35,15 @@ template <class T> bool allowed(const std::vector<T>& set, const T& value) {
   return set.empty() || std::find(set.begin(), set.end(), value) != set.end();
 }
 
-std::vector<std::regex> compile(const std::vector<std::string>& patterns, std::string_view what) {
-  std::vector<std::regex> out;
-  for (const auto& p : patterns) out.push_back(compile_pattern(p, what));
+std::vector<Pattern> compile(const std::vector<std::string>& patterns, std::string_view what) {
+  std::vector<Pattern> out;
+  for (const auto& p : patterns) out.emplace_back(p, what);
   return out;
 }
 
 }  // namespace
 
-std::regex compile_pattern(const std::string& pattern, std::string_view what) {
-  const bool ignore_case = pattern.rfind("(?i)", 0) == 0;
-  auto flags = std::regex::ECMAScript | std::regex::optimize;
-  if (ignore_case) flags |= std::regex::icase;
-  try {
-    return std::regex(ignore_case ? pattern.substr(4) : pattern, flags);
-  } catch (const std::regex_error& e) {
-    throw Error(fmt::format("invalid {} pattern '{}': {}", what, pattern, e.what()));
-  }
-}
-
-void check_pattern(const std::string& pattern, std::string_view what) { compile_pattern(pattern, what); }
+void check_pattern(const std::string& pattern, std::string_view what) { (void)Pattern(pattern, what); }
 
 namespace {
 
@@ -71,7 +58,7 @@ class PatternCache {
     if (cache_[string] == kUnknown) {
       const std::string_view text = graph_.string(string);
       bool hit = false;
-      for (const auto& re : regexes_) hit = hit || std::regex_search(text.begin(), text.end(), re);
+      for (const auto& re : regexes_) hit = hit || re.search(text);
       cache_[string] = hit ? kYes : kNo;
     }
     return cache_[string] == kYes;
@@ -80,7 +67,7 @@ class PatternCache {
  private:
   static constexpr std::uint8_t kUnknown = 0, kYes = 1, kNo = 2;
   const Graph& graph_;
-  std::vector<std::regex> regexes_;
+  std::vector<Pattern> regexes_;
   std::vector<std::uint8_t> cache_;
 };
 

@@ -1,11 +1,10 @@
 // Walking the graph (transform.hpp): neighbours by edge type, runs of them on a chain, what a
 // call launched, the tasks of each unit in trace order and the windows of named CPU ranges.
 #include <algorithm>
-#include <regex>
 #include <unordered_map>
 
+#include "common/pattern.hpp"
 #include "daydream/transform.hpp"
-#include "transform/pattern.hpp"
 
 namespace daydream {
 namespace {
@@ -111,12 +110,12 @@ std::vector<char> task_mask(const Graph& graph, const std::vector<TaskId>& tasks
 }
 
 std::vector<RangeWindow> range_windows(const Graph& graph, const std::string& pattern) {
-  const std::regex regex = compile_pattern(pattern, "range");
+  const Pattern regex(pattern, "range");
   std::unordered_map<std::uint32_t, bool> matches;  // per interned name: one regex search each
   std::vector<RangeWindow> windows;
   for (const CpuRange& r : graph.ranges()) {  // sorted by unit, then start
     auto [it, fresh] = matches.try_emplace(r.name, false);
-    if (fresh) it->second = std::regex_search(std::string(graph.string(r.name)), regex);
+    if (fresh) it->second = regex.search(graph.string(r.name));
     if (!it->second) continue;
     if (!windows.empty() && windows.back().unit == r.unit && r.start_ns < windows.back().end_ns)
       windows.back().end_ns = std::max(windows.back().end_ns, r.end_ns);

@@ -21,14 +21,25 @@ NAME = "amp"
 CASES = {"casts=0": {"casts": 0}, "tensor_core=8,other=1.5": {"tensor_core": 8.0, "other": 1.5},
          "dtype=bf16,device=A100-SXM4-40GB": {"dtype": "bf16", "device": "A100-SXM4-40GB"},
          "grad_scaler=1,device=V100-SXM2-32GB": {"grad_scaler": 1, "device": "V100-SXM2-32GB"}}
-TENSOR_CORE = ("(?i)^(?![^(]*(offsets|reduce|winogradtiles|winograd_nonfused))"
-               "[^(]*(gemm|conv|wgrad|dgrad|fprop|cutlass|xmma|scudnn|[sh](884|1688|16816))")
+TENSOR_CORE = "(?i)^[^(]*(gemm|conv|wgrad|dgrad|fprop|cutlass|xmma|scudnn|[sh](884|1688|16816))"
+NOT_TENSOR_CORE = "(?i)^[^(]*(offsets|reduce|winogradtiles|winograd_nonfused)"
 
 
-def _cast_kernel_ns(graph, pattern):
+def _tensor_core(graph, pattern, exclude, where=lambda t: True):
+    """Kernels `pattern` names and `exclude` (when not empty) does not."""
+    return graph.select(where, kind="kernel", name=pattern, **({"name_not": exclude} if exclude else {}))
+
+
+def _all_but(graph, tensor_core, where=lambda t: True, **filters):
+    ids = set(tensor_core.ids)
+    return graph.select(lambda t: where(t) and t.id not in ids, kind="kernel", **filters)
+
+
+def _cast_kernel_ns(graph):
     """The median elementwise kernel after scaling; any non-tensor-core kernel when there is none."""
-    kernels = graph.select(kind="kernel", name="(?i)elementwise", name_not=pattern)
-    return (kernels if len(kernels) else graph.select(kind="kernel", name_not=pattern)).median_duration_ns
+    tensor_core = _tensor_core(graph, TENSOR_CORE, NOT_TENSOR_CORE)
+    kernels = _all_but(graph, tensor_core, name="(?i)elementwise")
+    return (kernels if len(kernels) else _all_but(graph, tensor_core)).median_duration_ns
 
 
 def _insert_casts(graph, weighted, dtype, cast_ns, launch_call_ns):
@@ -93,22 +104,22 @@ def _scaler_syncs(graph):
 
 
 def apply(graph, dtype: str = "fp16", device: str = "auto", grad_scaler="auto", casts: int = 1, tensor_core="auto",
-          other="auto", pattern: str = TENSOR_CORE, devices: str = "") -> None:
+          other="auto", pattern: str = TENSOR_CORE, exclude: str = NOT_TENSOR_CORE, devices: str = "") -> None:
     if dtype not in ("fp16", "bf16"):
         raise ValueError(f"amp: dtype '{dtype}' is not one autocast runs in (valid: fp16, bf16)")
     devices = devices or None
     launch_call_ns = graph.median_launch_call_ns()
-    fixed = tensor_core != "auto" or other != "auto" or pattern != TENSOR_CORE
+    fixed = tensor_core != "auto" or other != "auto" or pattern != TENSOR_CORE or exclude != NOT_TENSOR_CORE
     gpu = None if fixed else _traced_gpu(graph, device, devices)
     if gpu is not None:
         weighted = _scale_on_device(graph, gpu, dtype, devices)
     else:
         model = lambda t: t.phase != "data_loading"  # noqa: E731  (a DALI/DataLoader kernel keeps its time)
-        weighted = graph.select(model, kind="kernel", name=pattern)
-        graph.select(model, kind="kernel", name_not=pattern).scale(1.0 / (2.0 if other == "auto" else other))
+        weighted = _tensor_core(graph, pattern, exclude, model)
+        _all_but(graph, weighted, model).scale(1.0 / (2.0 if other == "auto" else other))
         weighted.scale(1.0 / (3.0 if tensor_core == "auto" else tensor_core))
     if grad_scaler == 1 or (grad_scaler == "auto" and gpu is not None and dtype == "fp16"):
         _scaler_syncs(graph)
     if casts == 0 or not len(graph.select(phase="forward")):
         return
-    _insert_casts(graph, weighted, dtype, _cast_kernel_ns(graph, TENSOR_CORE), launch_call_ns)
+    _insert_casts(graph, weighted, dtype, _cast_kernel_ns(graph), launch_call_ns)

@@ -22,10 +22,6 @@ NO_NEWLINE = "# (no newline at end)\n"
 # Sweep progress lines ("sweep: 542/901 predictions (60%), 2.0 s"): whether any is printed, and
 # how many, depends on the wall clock (docs/cli.md, "Progress"), so they are dropped.
 PROGRESS_LINE = re.compile(r"^sweep: \d+/\d+ predictions \(\d+%\), [0-9.]+ s\n", re.MULTILINE)
-# std::regex_error's text comes from the C++ standard library (libstdc++ and libc++ word it
-# differently); the project's part of the message, up to the expression, is kept.
-REGEX_ERROR = re.compile(r"(invalid regular expression '.*': ).*$", re.MULTILINE)
-
 
 def parse_args(argv):
     """The runner's options, then `--`, then the command, untouched (its options are not ours)."""
@@ -60,14 +56,13 @@ def path_placeholders(source_dir, build_dir):
 
 def normalise(text, placeholders, version):
     """What legitimately differs between machines and checkouts becomes a placeholder: absolute
-    paths of the checkout (<SRC>, <BUILD>, <SHARED>), the version string (<VERSION>) and the
-    standard library's regex error text (<REGEX_ERROR>); sweep progress lines are dropped. Model
+    paths of the checkout (<SRC>, <BUILD>, <SHARED>) and the version string (<VERSION>); sweep
+    progress lines are dropped. Model
     numbers (times, counts, ratios) are deterministic and kept exactly."""
     for path, placeholder in placeholders:
         # Whole path components only: /work/src must not match inside /work/src2.
         text = re.sub(re.escape(path) + r"(?![\w.-])", placeholder, text)
     text = re.sub(r"(?<![\w.])" + re.escape(version) + r"(?![\w.])", "<VERSION>", text)
-    text = REGEX_ERROR.sub(r"\1<REGEX_ERROR>", text)
     return PROGRESS_LINE.sub("", text)
 
 

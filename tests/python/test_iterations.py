@@ -74,7 +74,7 @@ def test_default_forms_without_pattern(tmp_path):
 
 
 def test_invalid_pattern_is_a_daydream_error(tmp_path):
-    with pytest.raises(daydream.Error, match="iterations.*invalid regular expression"):
+    with pytest.raises(daydream.Error, match="iterations.*invalid iterations pattern.*not a regular expression RE2 accepts"):
         daydream.load(epochs_trace(tmp_path), iterations="epoch-([0-9]")
 
 

@@ -1,7 +1,9 @@
 // Scenario specs, grids, scenario files, parameter units and ranges, and the registry's errors.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 
@@ -41,6 +43,9 @@ TEST_CASE("scenario specs: name, arguments in order, canonical text", "[scenario
   CHECK(s.text() == "ddp:machines=4,gpus=2,bandwidth=10Gbps");
   CHECK(parse_scenario_spec("amp").text() == "amp");
   CHECK(parse_scenario_spec("amp:").args.empty());
+  CHECK(parse_scenario_spec("amp:exclude=").args == std::vector<std::pair<std::string, std::string>>{{"exclude", ""}});
+  CHECK(resolve("probe:pattern=").text("pattern").empty());
+  CHECK_THROWS_WITH(resolve("probe:count="), Catch::Contains("'count' = '' is not a valid integer"));
   CHECK_THROWS_WITH(parse_scenario_spec(""), Catch::Contains("expected name"));
   CHECK_THROWS_WITH(parse_scenario_spec("ddp:machines"), Catch::Contains("'machines' is not key=value"));
   CHECK_THROWS_WITH(parse_scenario_spec("ddp:machines=1,machines=2"), Catch::Contains("given twice"));
@@ -55,6 +60,27 @@ TEST_CASE("scenario grids expand to every combination, first key slowest", "[sce
   CHECK(specs[5].text() == "ddp:machines=2,gpus=8,bandwidth=100Gbps");
   CHECK(expand_scenario_grid("amp").size() == 1);
   CHECK_THROWS_WITH(expand_scenario_grid("ddp:machines=1||2"), Catch::Contains("empty alternative"));
+}
+
+TEST_CASE("scenario grids are counted before they are expanded", "[scenario][spec]") {
+  // 7 keys of 10 values: 10^7 combinations, refused at once (it built 10^7 specs before).
+  std::string grid = "probe:";
+  for (const char* key : {"a", "b", "c", "d", "e", "f", "g"}) grid += std::string(key) + "=0|1|2|3|4|5|6|7|8|9,";
+  grid.pop_back();
+  CHECK_THROWS_WITH(expand_scenario_grid(grid), Catch::Contains("the grid has more than 100000 combinations") &&
+                                                    Catch::Contains("--max-specs"));
+  CHECK(expand_scenario_grid("probe:a=1|2|3,b=1|2", 6).size() == 6);
+  CHECK_THROWS_WITH(expand_scenario_grid("probe:a=1|2|3,b=1|2", 5), Catch::Contains("more than 5 combinations"));
+  // A product past 64 bits saturates instead of wrapping around to a small count.
+  std::string huge = "probe:";
+  for (int key = 0; key < 70; ++key) huge += fmt::format("k{}=1|2,", key);
+  huge.pop_back();
+  CHECK_THROWS_WITH(expand_scenario_grid(huge, SIZE_MAX - 1), Catch::Contains("combinations"));
+  const std::string path = "test_scenarios_budget.txt";
+  std::ofstream(path) << "probe:a=1|2|3\nprobe:b=1|2|3\n";
+  CHECK(read_scenario_file(path, 6).size() == 6);
+  CHECK_THROWS_WITH(read_scenario_file(path, 5), Catch::Contains("line 2") && Catch::Contains("more than 2 combinations"));
+  std::remove(path.c_str());
 }
 
 TEST_CASE("scenario files: comments, blank lines, grids, errors name the line", "[scenario][spec]") {

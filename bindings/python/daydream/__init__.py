@@ -71,7 +71,7 @@ from . import plot
 from ._bottleneck import Bottleneck, bottleneck
 from ._roofline import Roofline, roofline
 from .plot import plot_roofline
-from ._sweep import sweep
+from ._sweep import MAX_SPECS, sweep
 from ._validate import validate
 
 Error.__module__ = "daydream"
@@ -94,6 +94,7 @@ collector.library_path = _collector_library_path
 
 __all__ = [
     "EDGE_TYPES",
+    "MAX_SPECS",
     "PHASES",
     "TASK_KINDS",
     "UNIT_KINDS",

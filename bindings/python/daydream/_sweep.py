@@ -25,6 +25,8 @@ from ._checks import expect_graph
 ProgressCallback = Callable[[int, int], Any]
 ScenarioItem = Union[str, "tuple[str, Callable[[_core.Graph], Any]]"]
 
+# The most specs sweep()'s grids may expand to by default (daydream::kDefaultMaxSweepSpecs).
+MAX_SPECS = _core.MAX_SPECS
 COLUMNS = ("scenario", "baseline_ms", "predicted_ms", "speedup", "dominant", "dominant_share", "error")
 # With price=: what each row costs to run (docs/gpu_model.md, "Cost"), after COLUMNS.
 COST_COLUMNS = ("gpu", "gpus", "iterations_per_s", "samples_per_s", "usd_per_gpu_hour", "usd_per_1k_iterations",
@@ -41,7 +43,8 @@ class _Row(NamedTuple):
 def sweep(graph: _core.Graph, scenarios: Iterable[ScenarioItem], *, threads: Optional[int] = None,
           progress: Union[bool, ProgressCallback, None] = False,
           executor: Any = None, price: Optional[str] = None, batch_size: Optional[int] = None,
-          device: Optional[str] = None, devices: Optional[str] = None) -> "pandas.DataFrame":  # noqa: F821
+          device: Optional[str] = None, devices: Optional[str] = None,
+          max_specs: int = MAX_SPECS) -> "pandas.DataFrame":  # noqa: F821
     """Predicts every scenario against `graph` and returns one row per scenario, in input order.
 
     `scenarios` holds specs ("amp", "faster_gpu:factor=2|4": a value may list alternatives with
@@ -71,11 +74,13 @@ def sweep(graph: _core.Graph, scenarios: Iterable[ScenarioItem], *, threads: Opt
     or NaN where unknown), and the baseline's as frame.attrs["baseline_cost"] (a dict).
     batch_size: samples per GPU per iteration, for samples_per_s. device: the traced GPU where the
     trace records none or one the catalogue lacks. devices: a devices file (more GPUs).
+    max_specs: the most specs the grids may expand to (MAX_SPECS, 100000, as `daydream sweep
+    --max-specs`), counted before expanding: a bigger grid raises daydream.Error.
     Bad specs (unknown scenario or parameter, value out of range) and bad prices files raise
     daydream.Error before anything runs.
     """
     expect_graph(graph, "daydream.sweep")
-    plan = _plan(scenarios)
+    plan = _plan(scenarios, max_specs)
     report = _progress_reporter(progress, len(plan))
     pricing = _pricing(price, batch_size, device, devices)
     if executor is not None:
@@ -149,14 +154,16 @@ def _with_costs(frame, results: list, pricing: _PriceOptions, baseline: Callable
     return frame
 
 
-def _plan(scenarios: Iterable[ScenarioItem]) -> list[_Row]:
+def _plan(scenarios: Iterable[ScenarioItem], max_specs: int) -> list[_Row]:
     """The rows to run, in order; raises before any work for a malformed item or a bad spec."""
+    if isinstance(max_specs, bool) or not isinstance(max_specs, int) or max_specs < 1:
+        raise ValueError(f"sweep: max_specs must be an int >= 1, got {max_specs!r}")
     if isinstance(scenarios, str):
         scenarios = [scenarios]
     plan = []
     for item in scenarios:
         if isinstance(item, str):
-            plan.extend(_Row(text) for text in _core._expand_grid(item))
+            plan.extend(_Row(text) for text in _core._expand_grid(item, max_specs - len(plan)))
         elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and callable(item[1]):
             plan.append(_Row(item[0], item[1]))
         else:

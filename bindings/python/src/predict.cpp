@@ -402,16 +402,17 @@ void init_predict(py::module_& m) {
   m.def("apply_scenario", &apply_in_place, py::arg("graph"), py::arg("spec"),
         "Applies a scenario to the graph in place (to combine it with your own changes) and returns its notes. "
         "A scenario that also picks a schedule warns: Graph.simulate() keeps trace order.");
-  m.def("_expand_grid", [](const std::string& text) {
+  m.attr("MAX_SPECS") = kDefaultMaxSweepSpecs;
+  m.def("_expand_grid", [](const std::string& text, std::size_t max_specs) {
           std::vector<std::string> out;
-          for (const auto& spec : expand_scenario_grid(text)) {
+          for (const auto& spec : expand_scenario_grid(text, max_specs)) {
             resolve_params(builtin_scenarios().find(spec.name), spec);  // Error now, before any work
             out.push_back(spec.text());
           }
           return out;
-        }, py::arg("spec"),
+        }, py::arg("spec"), py::arg("max_specs"),
         "Internal: the spec of every combination of a grid (first key slowest), each checked against its "
-        "scenario's parameters.");
+        "scenario's parameters; daydream.Error past max_specs combinations.");
   m.def("_parameter_table", &parameter_columns, py::arg("specs"), py::arg("reserved"),
         "Internal: (columns, rows) of a sweep's parameter columns (daydream::parameter_table): canonical numbers "
         "(int for integer parameters), texts, None where a spec does not give the parameter or gives auto.");

@@ -230,7 +230,7 @@ void init_transform(py::module_& m) {
            "The live tasks passing every given filter (all live tasks without one), then pred(task) if given.\n\n"
            "Filters (each takes one value or a list, which matches any of them; None means no filter):\n"
            "  kind: 'cpu', 'runtime', 'kernel', 'memcpy', 'memset', 'communication'\n"
-           "  name / name_not / op / layer: ECMAScript regular expressions searched in the task name, "
+           "  name / name_not / op / layer: RE2 regular expressions searched in the task name, "
            "the operator name, the layer name (case-sensitive)\n"
            "  within: a regular expression naming CPU ranges (operators, annotations such as "
            "'Optimizer.step' or 'DataLoader'): tasks inside one, GPU tasks by their launch call\n"
