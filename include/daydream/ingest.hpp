@@ -23,8 +23,13 @@ struct InputFile {
   std::string contents;  ///< decoded bytes; readers may rely on SIMDJSON_PADDING spare capacity
 };
 
+/// The most bytes daydream reads from one file, after inflating (16 GiB; docs/formats.md, "Sizes
+/// daydream accepts"). A gzip stream is inflated into a buffer that grows only as the data really
+/// inflates: its trailer's size is believed no further than deflate's 1032:1 ratio allows.
+inline constexpr std::size_t kMaxDecodedBytes = std::size_t{16} << 30;
+
 /// Reads a file into memory, inflating gzip. Throws Error naming the file when it is missing,
-/// unreadable or a truncated/corrupt gzip stream.
+/// unreadable, a truncated/corrupt gzip stream, or larger than kMaxDecodedBytes.
 InputFile read_input_file(const std::filesystem::path& path);
 
 /// One trace format. Adding a format means one new reader and one line in the registry.

@@ -124,3 +124,33 @@ def test_a_job_folder_with_a_dangling_trace_names_it(cli, unreadable_paths):
     assert done.stderr.startswith(f"error: {unreadable_paths['job'] / 'rank1.json'}: "), done.stderr
     (unreadable_paths["job"] / "rank1.json").unlink()
     assert run(cli, "replay", unreadable_paths["job"]).returncode == 0  # notes.txt is no trace: ignored
+
+
+def _under_memory_limit(limit_bytes):
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+    return limit
+
+
+@pytest.mark.parametrize("case", ["trailer_claims_4_gib", "truncated_prefix", "bomb_of_spaces"])
+def test_gzip_is_inflated_as_far_as_it_really_goes(cli, tmp_path, case):
+    """Issue 18 item 3: a gzip trailer is no promise. A 39-byte file claiming 4 GiB reserved and
+    zero-filled 4 GiB; a 1 KB prefix of a real trace cost 3.2 GB; both now fail in a few MB."""
+    import gzip
+    import struct
+    path = tmp_path / f"{case}.json.gz"
+    if case == "trailer_claims_4_gib":
+        data = bytearray(gzip.compress(b"{}"))
+        data[-4:] = struct.pack("<I", 0xFFFFFFFF)
+        path.write_bytes(bytes(data))
+    elif case == "truncated_prefix":
+        path.write_bytes(EXAMPLE.read_bytes()[:1024])
+    else:
+        path.write_bytes(gzip.compress(b" " * 100_000_000))  # 100 KB that inflate to 100 MB
+    done = subprocess.run([cli, "replay", path], capture_output=True, text=True, timeout=60,
+                          preexec_fn=_under_memory_limit(1 << 30))
+    assert done.returncode == 1, done.stderr
+    expected = "unrecognised trace format" if case == "bomb_of_spaces" else "corrupt or truncated gzip stream"
+    assert done.stderr.startswith(f"error: {path}: ") and expected in done.stderr, done.stderr

@@ -23,6 +23,7 @@
 #include "daydream/report/replay.hpp"
 #include "daydream/simulate.hpp"
 #include "ingest/nsys/nsys_reader.hpp"
+#include "ingest/nsys/sqlite_db.hpp"
 
 namespace {
 
@@ -506,6 +507,21 @@ TEST_CASE("nsys: corrupt, truncated and incomplete exports raise Error naming fi
     CHECK(e->field() == "CUPTI_ACTIVITY_KIND_KERNEL");
     CHECK(contains(e->what(), "missing table"));
   }
+  SECTION("a kernel 'table' that is a view over an endless recursive query") {
+    // It read forever before: only real tables are read (and every query has a step budget).
+    const fs::path file = dir / "view.sqlite";
+    write_db(file, R"sql(
+CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS
+  WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r)
+  SELECT n AS start, n + 1 AS end, 0 AS deviceId, 1 AS contextId, 7 AS streamId, n AS correlationId,
+         0 AS globalPid, 1 AS demangledName, 1 AS shortName, 1 AS mangledName FROM r;
+)sql");
+    const auto e = load_error(file);
+    REQUIRE(e);
+    CHECK(e->field() == "CUPTI_ACTIVITY_KIND_KERNEL");
+    CHECK(contains(e->what(), "missing table"));
+  }
   SECTION("a required column missing") {
     const fs::path file = dir / "nocolumn.sqlite";
     write_db(file, R"sql(
@@ -527,6 +543,17 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, globalTid 
     CHECK(e->field() == "CUPTI_ACTIVITY_KIND_KERNEL.start");
     CHECK(e->event_index() == 1);
   }
+}
+
+TEST_CASE("nsys: a query that runs past the file's step budget is interrupted", "[nsys][bad]") {
+  TempDir dir;
+  const fs::path file = dir / "tiny.sqlite";
+  write_db(file, "CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);");
+  const nsys::Database db(file, "tiny.sqlite");
+  nsys::Statement endless(db, "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r",
+                          "probe");
+  CHECK_THROWS_WITH(endless.step(), Catch::Contains("tiny.sqlite") && Catch::Contains("probe") &&
+                                        Catch::Contains("more than 100000000 SQLite steps"));
 }
 
 TEST_CASE("nsys: the temporary copy is removed after reading, also after an error", "[nsys][ingest]") {

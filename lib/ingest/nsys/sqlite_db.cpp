@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,12 @@
 #include "daydream/error.hpp"
 
 namespace daydream::nsys {
+namespace {
+
+constexpr std::uint64_t kStepsPerByte = 1000;
+constexpr int kStepsPerCallback = 10'000;  // SQLite calls the progress handler this often
+
+}  // namespace
 
 // --- Statement ---------------------------------------------------------------------------------
 
@@ -59,9 +66,15 @@ Database::Database(const std::filesystem::path& path, std::string display_name) 
     db_ = nullptr;
     throw Error(file_, Error::kNoEvent, "", "cannot open as SQLite: " + message);
   }
+  // Reading an export is a few passes over its rows: ~1000 SQLite steps per byte of file (at
+  // least 10^8) is far more than any real query needs, and ends a runaway one in seconds.
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  budget_steps_ = std::max<std::uint64_t>(100'000'000, ec ? 0 : bytes * kStepsPerByte);
+  sqlite3_progress_handler(db_, kStepsPerCallback, &Database::spend, this);
   // Reading the schema is the first access to the file: a corrupt header or schema fails here.
   try {
-    Statement list(*this, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')", "sqlite_master");
+    Statement list(*this, "SELECT name FROM sqlite_master WHERE type = 'table'", "sqlite_master");
     while (list.step()) {
       if (auto name = list.text(0)) tables_.emplace(*name);
     }
@@ -73,6 +86,12 @@ Database::Database(const std::filesystem::path& path, std::string display_name) 
 }
 
 Database::~Database() { sqlite3_close(db_); }
+
+int Database::spend(void* self) {
+  auto* db = static_cast<Database*>(self);
+  db->spent_steps_ += kStepsPerCallback;
+  return db->spent_steps_ > db->budget_steps_ ? 1 : 0;
+}
 
 bool Database::has_table(std::string_view table) const { return tables_.find(table) != tables_.end(); }
 
@@ -87,6 +106,11 @@ std::set<std::string, std::less<>> Database::columns(std::string_view table) con
 }
 
 void Database::fail(const std::string& what, int code) const {
+  if (code == SQLITE_INTERRUPT)
+    throw Error(file_, Error::kNoEvent, what,
+                fmt::format("reading it took more than {} SQLite steps, the budget for a file of this size: "
+                            "not an Nsight Systems export?",
+                            budget_steps_));
   std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(code);
   if (message.empty()) message = sqlite3_errstr(code);
   throw Error(file_, Error::kNoEvent, what,

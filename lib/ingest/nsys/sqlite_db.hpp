@@ -59,9 +59,15 @@ class Database {
   [[noreturn]] void fail(const std::string& what, int code) const;
 
  private:
+  /// SQLite's progress callback: counts virtual-machine steps against the budget; a nonzero
+  /// return interrupts the query (SQLITE_INTERRUPT).
+  static int spend(void* self);
+
   sqlite3* db_ = nullptr;
   std::string file_;
-  std::set<std::string, std::less<>> tables_;
+  std::set<std::string, std::less<>> tables_;  // real tables only: a view could compute forever
+  std::uint64_t budget_steps_ = 0;              // for the whole file: every query together
+  std::uint64_t spent_steps_ = 0;
 };
 
 /// A copy of in-memory bytes in a fresh file under the system temporary directory, removed when
