@@ -34,7 +34,8 @@ bool nesting_order(const TraceEvent& a, const TraceEvent& b);
 
 struct OpenEvent {
   std::uint32_t position;
-  TimeNs end;  // clamped to the parent's end
+  TimeNs end;           // clamped to the parent's end
+  TaskContext context;  // what it and the ranges around it say (task_context.hpp)
 };
 
 /// Cuts one thread's events into tasks.
@@ -63,9 +64,11 @@ class ThreadSegmenter {
       ctx_.count(stats::overlapping_cpu_events, e.source_index);
       end = stack_.back().end;
     }
-    if (!stack_.empty()) emit(stack_.back().position, cursor_, e.start_ns);
+    if (!stack_.empty()) emit(stack_.back(), cursor_, e.start_ns);
     cursor_ = e.start_ns;
-    stack_.push_back({position, end});
+    TaskContext context = stack_.empty() ? TaskContext() : stack_.back().context;
+    if (is_cpu_range(e.kind)) context.enter(e, ctx_.trace.name_of(e));
+    stack_.push_back({position, end, std::move(context)});
     if (is_cpu_range(e.kind))
       ctx_.ranges.push_back(
           {ctx_.graph.intern(ctx_.trace.name_of(e)), unit_, ctx_.rel(e.start_ns), ctx_.rel(end), e.source_index});
@@ -73,23 +76,24 @@ class ThreadSegmenter {
 
   void close_until(TimeNs time) {
     while (!stack_.empty() && stack_.back().end <= time) {
-      const OpenEvent top = stack_.back();
+      const OpenEvent top = std::move(stack_.back());
       stack_.pop_back();
-      emit(top.position, cursor_, top.end);
+      emit(top, cursor_, top.end);
       cursor_ = std::max(cursor_, top.end);
     }
   }
 
-  void emit(std::uint32_t owner, TimeNs begin, TimeNs end) {
+  void emit(const OpenEvent& open, TimeNs begin, TimeNs end) {
+    const std::uint32_t owner = open.position;
     const TraceEvent& e = ctx_.event(owner);
-    if (is_api_call(e.kind)) return emit_api_call(owner, begin, end);
+    if (is_api_call(e.kind)) return emit_api_call(open, begin, end);
     if (end <= begin) return;
     Task task;
     task.kind = TaskKind::cpu;
     task.name = ctx_.graph.intern(ctx_.trace.name_of(e));
     task.op_event = e.source_index;
     task.op_name = task.name;
-    set_context(task, owner, begin);
+    set_context(task, open, begin);
     add(task, owner, begin, end);
   }
 
@@ -97,41 +101,47 @@ class ThreadSegmenter {
   // itself included), innermost first: see task_context.cpp. `daydream.layer:` marks are not
   // part of the nesting: they apply by interval, to every task of the thread that starts inside
   // them (backward marks open in one autograd node and close in a later one).
-  void set_context(Task& task, std::uint32_t owner, TimeNs begin) {
+  void set_context(Task& task, const OpenEvent& owner, TimeNs begin) {
     while (next_mark_ < marks_.size() && ctx_.event(marks_[next_mark_]).start_ns <= begin)
       active_marks_.push_back(marks_[next_mark_++]);
     active_marks_.erase(std::remove_if(active_marks_.begin(), active_marks_.end(),
                                        [&](std::uint32_t m) { return ctx_.event(m).end_ns() <= begin; }),
                         active_marks_.end());
-    std::vector<std::uint32_t>& ranges = ranges_;  // innermost first
-    ranges.clear();
-    if (stack_.empty() || stack_.back().position != owner) ranges.push_back(owner);  // an owner still open is on the stack
-    for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) ranges.push_back(it->position);
-    if (!active_marks_.empty()) {
-      ranges.insert(ranges.end(), active_marks_.begin(), active_marks_.end());
-      std::stable_sort(ranges.begin(), ranges.end(), [&](std::uint32_t a, std::uint32_t b) {
-        return nesting_order(ctx_.event(b), ctx_.event(a));  // later start (inner) first
-      });
-    }
-    TaskContext context;
-    for (std::uint32_t position : ranges) {
-      const TraceEvent& e = ctx_.event(position);
-      if (is_cpu_range(e.kind)) context.visit(e, ctx_.trace.name_of(e));
-    }
+    const TaskContext& context = active_marks_.empty() ? owner.context : context_with_marks(owner);
     task.phase = context.phase();
-    const std::string layer = context.layer_path();
-    if (!layer.empty()) task.layer = ctx_.graph.intern(layer);
+    if (!context.layer_path().empty()) task.layer = ctx_.graph.intern(context.layer_path());
     pending_sequence_ = context.sequence_number();
   }
 
-  void emit_api_call(std::uint32_t owner, TimeNs begin, TimeNs end) {
+  // With marks open, they take their places among the owner and its enclosing ranges by nesting
+  // order (a mark may open inside an operator and close in a later one), so the context is built
+  // again from all of them, outermost first.
+  const TaskContext& context_with_marks(const OpenEvent& owner) {
+    std::vector<std::uint32_t>& ranges = ranges_;  // innermost first
+    ranges.clear();
+    if (stack_.empty() || stack_.back().position != owner.position) ranges.push_back(owner.position);
+    for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) ranges.push_back(it->position);
+    ranges.insert(ranges.end(), active_marks_.begin(), active_marks_.end());
+    std::stable_sort(ranges.begin(), ranges.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return nesting_order(ctx_.event(b), ctx_.event(a));  // later start (inner) first
+    });
+    marked_context_ = TaskContext();
+    for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) {
+      const TraceEvent& e = ctx_.event(*it);
+      if (is_cpu_range(e.kind)) marked_context_.enter(e, ctx_.trace.name_of(e));
+    }
+    return marked_context_;
+  }
+
+  void emit_api_call(const OpenEvent& open, TimeNs begin, TimeNs end) {
+    const std::uint32_t owner = open.position;
     const TraceEvent& e = ctx_.event(owner);
     Task task;
     task.kind = TaskKind::runtime;
     task.name = ctx_.graph.intern(ctx_.trace.name_of(e));
     task.correlation = e.correlation;
     set_operator(task);
-    set_context(task, owner, begin);
+    set_context(task, open, begin);
     const TimeNs issue = blocking_copy_issue_ns(owner, end - begin);
     if (issue < 0) {
       add(task, owner, begin, end);
@@ -194,7 +204,8 @@ class ThreadSegmenter {
   const std::vector<std::uint32_t>& marks_;  // daydream.layer marks of this thread, in nesting order
   std::size_t next_mark_ = 0;
   std::vector<std::uint32_t> active_marks_;  // marks started and not ended at the last task's start
-  std::vector<std::uint32_t> ranges_;        // set_context's scratch
+  std::vector<std::uint32_t> ranges_;        // context_with_marks's scratch
+  TaskContext marked_context_;               // context_with_marks's result
   TimeNs cursor_ = 0;
 };
 

@@ -221,7 +221,11 @@ class SyncBuilder {
     }
     UnitId last_launch = BuildContext::kNoUnit;
     RecordPoint last_record;
-    last_launch_on_.assign(ctx_.graph.units().size(), kNever);
+    // Only the streams the last thread launched to are reset: a pass per thread over every unit
+    // made a trace of many threads quadratic.
+    last_launch_on_.resize(ctx_.graph.units().size(), kNever);
+    for (UnitId u : launched_to_) last_launch_on_[u] = kNever;
+    launched_to_.clear();
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const TaskId t = tasks[i];
       if (ctx_.graph.task(t).kind != TaskKind::runtime) continue;
@@ -234,6 +238,8 @@ class SyncBuilder {
       if (launched[i] == BuildContext::kNoUnit) continue;
       wait_for_queue_slot(t, position);
       last_launch = launched[i];
+      if (last_launch_on_[launched[i]] == kNever)  // in unit order, as a scan of all units finds them
+        launched_to_.insert(std::upper_bound(launched_to_.begin(), launched_to_.end(), launched[i]), launched[i]);
       last_launch_on_[launched[i]] = ctx_.times[t].start;
     }
   }
@@ -243,8 +249,8 @@ class SyncBuilder {
   RecordPoint latest_other_stream(UnitId waiting_unit, TimeNs time) const {
     RecordPoint point;
     TimeNs latest = kNever;
-    for (UnitId u = 0; u < last_launch_on_.size(); ++u) {
-      if (u == waiting_unit || last_launch_on_[u] == kNever || last_launch_on_[u] <= latest) continue;
+    for (UnitId u : launched_to_) {
+      if (u == waiting_unit || last_launch_on_[u] <= latest) continue;
       latest = last_launch_on_[u];
       point = {time, u, true};
     }
@@ -278,9 +284,13 @@ class SyncBuilder {
   }
 
   void wait_for_device(TaskId t) {
+    if (!gpu_streams_listed_) {  // listed once: not a pass over every unit (threads too) per call
+      for (UnitId u = 0; u < ctx_.graph.units().size(); ++u)
+        if (ctx_.graph.units()[u].kind == UnitKind::gpu_stream) gpu_streams_.push_back(u);
+      gpu_streams_listed_ = true;
+    }
     std::vector<TaskId> awaited;
-    for (UnitId u = 0; u < ctx_.graph.units().size(); ++u) {
-      if (ctx_.graph.units()[u].kind != UnitKind::gpu_stream) continue;
+    for (UnitId u : gpu_streams_) {
       const TaskId last = last_launched_before(u, ctx_.times[t].start);
       if (last != kNoTask) awaited.push_back(last);
     }
@@ -399,9 +409,9 @@ class SyncBuilder {
   /// The devices the thread being walked has launched to so far.
   std::vector<std::int64_t> devices_launched_to() const {
     std::vector<std::int64_t> devices;
-    for (UnitId u = 0; u < last_launch_on_.size(); ++u) {
+    for (UnitId u : launched_to_) {
       const std::int64_t device = ctx_.graph.units()[u].process;
-      if (last_launch_on_[u] != kNever && std::find(devices.begin(), devices.end(), device) == devices.end())
+      if (std::find(devices.begin(), devices.end(), device) == devices.end())
         devices.push_back(device);
     }
     return devices;
@@ -545,6 +555,9 @@ class SyncBuilder {
   std::vector<std::vector<TimeNs>> launch_times_;
   std::map<std::pair<std::int64_t, std::int64_t>, UnitId> stream_unit_;
   std::vector<TimeNs> last_launch_on_;  // per unit: this thread's latest launch call to it
+  std::vector<UnitId> launched_to_;     // the units it has launched to, in unit order
+  std::vector<UnitId> gpu_streams_;     // every GPU stream, in unit order (wait_for_device)
+  bool gpu_streams_listed_ = false;
   EndIndex gpu_ends_;       // (recorded end, task), sorted
   EndIndex long_call_ends_;  // (recorded end, runtime task), sorted
   std::vector<UnitId> launched_unit_;    // per task: the stream a CUDA call launched to, else kNoUnit

@@ -10,7 +10,6 @@
 #include "graph/task_context.hpp"
 
 #include <array>
-#include <vector>
 
 #include "common/text.hpp"
 
@@ -52,19 +51,22 @@ std::string_view TaskContext::layer_of(const TraceEvent& e, std::string_view nam
   return name;
 }
 
-void TaskContext::visit(const TraceEvent& e, std::string_view name) {
+void TaskContext::enter(const TraceEvent& e, std::string_view name) {
   update_ = update_ || text::starts_with(name, "Optimizer.step") || text::starts_with(name, "Optimizer.zero_grad") ||
             equals_ignore_case(name, "optimizer");
   backward_ = backward_ || text::contains_ignore_case(name, "backward") || text::starts_with(name, "autograd::engine") ||
               text::contains(name, "AccumulateGrad");
   loading_ = loading_ || text::starts_with(name, "enumerate(DataLoader)") || text::starts_with(name, kDali);
   forward_scope_ = forward_scope_ || text::starts_with(name, "ProfilerStep#") || equals_ignore_case(name, "forward");
-  if (!marked_phase_ && text::starts_with(name, kMark)) marked_phase_ = phase_named(name.substr(name.rfind(':') + 1));
-  if (sequence_ == kNone && e.kind == EventKind::cpu_op && e.sequence_number != kNone) sequence_ = e.sequence_number;
+  if (text::starts_with(name, kMark)) {  // the innermost mark with a phase wins
+    if (const auto phase = phase_named(name.substr(name.rfind(':') + 1))) marked_phase_ = phase;
+  }
+  if (e.kind == EventKind::cpu_op && e.sequence_number != kNone) sequence_ = e.sequence_number;  // innermost wins
   const auto layer = layer_of(e, name);
-  if (layer.empty()) return;
-  if (!layers_.empty()) layers_ += '\n';
+  if (layer.empty() || layer_depth_ == kMaxLayerDepth) return;
+  if (!layers_.empty()) layers_ += '/';
   layers_ += layer;
+  ++layer_depth_;
 }
 
 Phase TaskContext::phase() const {
@@ -73,22 +75,6 @@ Phase TaskContext::phase() const {
   if (backward_) return Phase::backward;
   if (loading_) return Phase::data_loading;
   return forward_scope_ ? Phase::forward : Phase::unknown;
-}
-
-std::string TaskContext::layer_path() const {
-  std::vector<std::string_view> parts;  // innermost first
-  std::string_view rest = layers_;
-  while (!rest.empty()) {
-    const auto cut = rest.find('\n');
-    parts.push_back(rest.substr(0, cut));
-    rest = cut == std::string_view::npos ? std::string_view{} : rest.substr(cut + 1);
-  }
-  std::string path;
-  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
-    if (!path.empty()) path += '/';
-    path.append(*it);
-  }
-  return path;
 }
 
 }  // namespace daydream
