@@ -32,8 +32,9 @@ std::string shown(const std::string& pattern) {
 }  // namespace
 
 Pattern::Pattern(const std::string& pattern, std::string_view what) : re_(std::make_unique<RE2>(pattern, options())) {
-  if (!re_->ok()) throw Error(fmt::format("invalid {} pattern '{}': not a regular expression RE2 accepts ({})", what, shown(pattern),
-                            shown(re_->error())));
+  if (!re_->ok())
+    throw Error(fmt::format("invalid {} pattern '{}': not a regular expression RE2 accepts ({})", what,
+                            shown(pattern), shown(re_->error())));
 }
 
 Pattern::~Pattern() = default;

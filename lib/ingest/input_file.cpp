@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <new>
 #include <fstream>
 #include <memory>
+#include <new>
 
 #include "common/paths.hpp"
 #include "daydream/error.hpp"
@@ -25,12 +25,12 @@ std::string read_raw(const std::filesystem::path& path) {
   if (!in) throw Error(path.string(), Error::kNoEvent, "", "cannot open file");
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw Error(path.string(), Error::kNoEvent, "", "cannot read its size: " + ec.message());
-  std::string data;
-  data.reserve(size + kInputPadding);
-  data.resize(size);
   if (size > kMaxDecodedBytes)
     throw Error(path.string(), Error::kNoEvent, "",
                 fmt::format("{} bytes: more than the {} daydream reads (kMaxDecodedBytes)", size, kMaxDecodedBytes));
+  std::string data;
+  data.reserve(size + kInputPadding);
+  data.resize(size);
   if (size > 0 && !in.read(data.data(), static_cast<std::streamsize>(size)))
     throw Error(path.string(), Error::kNoEvent, "", "read failed");
   return data;

@@ -96,9 +96,11 @@ std::optional<LinkFit> fit_ring(const std::vector<MeasuredCollective>& samples, 
 TimeNs RingCost::allreduce_ns(std::int64_t bytes) const {
   if (ranks <= 1) return 0;
   const double ns = link.cost_ns(ring_traffic_bytes(ranks, static_cast<double>(bytes)));
-  if (!(ns >= 0 && ns < 9e18))  // an int64 of ns holds about 292 years
-    throw Error(fmt::format("all-reduce of {} bytes over {} GPUs would take {:g} ns", bytes, ranks, ns));
-  return static_cast<TimeNs>(std::llround(ns));
+  const auto rounded = checked::round_duration_ns(ns);
+  if (!rounded)
+    throw Error(fmt::format("all-reduce of {} bytes over {} GPUs would take {:g} ns, longer than one day (the "
+                            "longest a task may last)", bytes, ranks, ns));
+  return *rounded;
 }
 
 }  // namespace daydream

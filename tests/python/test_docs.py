@@ -167,6 +167,13 @@ def readme_block(after_heading: str, language: str = "") -> str:
     return readme.split(f"## {after_heading}\n", 1)[1].split(f"```{language}\n", 1)[1].split("```", 1)[0]
 
 
+def test_ci_runs_exactly_the_readme_test_command():
+    readme = (REPO / "README.md").read_text()
+    command = readme.split("**Build and pass all tests**", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0].strip()
+    ci_lines = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert command in ci_lines, "README's test command and .ci/run differ"
+
+
 def synopses():
     yield pytest.param(readme_block("Command line"), id="README.md")
     cli_doc = (REPO / "docs" / "cli.md").read_text()

@@ -6,9 +6,11 @@
 #include <simdjson.h>
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
+#include "common/checked.hpp"
 #include "daydream/trace.hpp"
 
 namespace daydream::kineto {
@@ -70,13 +72,10 @@ class RecordedOperands {
   /// when it could not be read or is not a plain shape.
   std::int64_t first_elements() const {
     if (operands_.empty() || operands_.front().tensor_list) return kNone;
-    std::int64_t elements = 1;
-    for (std::size_t d = 0; d < operands_.front().rank; ++d) {
-      const std::int64_t n = dims_[operands_.front().first + d];
-      if (n != 0 && elements > INT64_MAX / n) return kNone;
-      elements *= n;
-    }
-    return elements;
+    std::optional<std::int64_t> elements = 1;
+    for (std::size_t d = 0; d < operands_.front().rank && elements; ++d)
+      elements = checked::mul(*elements, dims_[operands_.front().first + d]);
+    return elements.value_or(kNone);
   }
   std::string_view first_type() const { return types_.empty() ? std::string_view() : types_.front(); }
 
@@ -107,8 +106,9 @@ class RecordedOperands {
         if (operand.rank > 0) return false;
         operand.tensor_list = true;
         const std::int64_t elements = tensor_elements(nested);
-        if (elements < 0 || list_elements > INT64_MAX - elements) return false;
-        list_elements += elements;
+        const auto sum = elements < 0 ? std::nullopt : checked::add(list_elements, elements);
+        if (!sum) return false;
+        list_elements = *sum;
       } else {
         return false;
       }
@@ -123,14 +123,14 @@ class RecordedOperands {
 
   /// Elements of one tensor of a list; -1 when malformed or beyond int64.
   static std::int64_t tensor_elements(simdjson::ondemand::array dims) {
-    std::int64_t elements = 1;
+    std::optional<std::int64_t> elements = 1;
     for (auto dim : dims) {
       std::int64_t n = 0;
       if (dim.get_int64().get(n) != simdjson::SUCCESS || n < 0) return -1;
-      if (n != 0 && elements > INT64_MAX / n) return -1;
-      elements *= n;
+      elements = checked::mul(*elements, n);
+      if (!elements) return -1;
     }
-    return elements;
+    return *elements;
   }
 
   std::vector<std::int64_t> dims_;
