@@ -7,7 +7,7 @@
 #
 #   tests/fuzz/run.sh BUILD_DIR [SECONDS]
 set -euo pipefail
-build=${1:?usage: tests/fuzz/run.sh BUILD_DIR [SECONDS]}
+build=$(cd "${1:?usage: tests/fuzz/run.sh BUILD_DIR [SECONDS]}" && pwd)  # absolute: each target runs in its own folder
 seconds=${2:-20}
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$(mktemp -d)}
