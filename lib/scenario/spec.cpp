@@ -75,8 +75,8 @@ std::vector<ScenarioSpec> expand_scenario_grid(std::string_view text, std::size_
     combinations = combinations > cap / n ? cap : std::min(combinations * n, cap);
   }
   if (combinations > max_specs)
-    throw Error(fmt::format("scenario spec '{}': the grid has more than {} combinations, the most a sweep expands "
-                            "(raise it with --max-specs or sweep(max_specs=))",
+    throw Error(fmt::format("scenario spec '{}': the grid has more than {} combinations, more than the sweep may "
+                            "still expand (--max-specs or sweep(max_specs=), 100000 specs in all by default)",
                             trim(text), max_specs));
   std::vector<ScenarioSpec> out{ScenarioSpec{grid.name, {}}};
   for (const auto& [key, values] : grid.args) {

@@ -103,15 +103,17 @@ def test_a_tiny_faster_gpu_factor_blames_the_factor_not_a_negative_duration(exam
     assert "longer than one day" in str(error.value) and "negative" not in str(error.value)
 
 
+# 7 keys of 10 values: 10^7 specs, which sweep expanded before counting them.
+SEVEN_KEYS_OF_TEN = "ddp:" + ",".join(f"{key}=" + "|".join(str(v) for v in range(1, 11))
+                                      for key in ("machines", "gpus", "bucket", "first_bucket", "params",
+                                                  "bytes_per_param", "latency"))
+
+
 def test_a_sweep_grid_is_counted_before_it_is_expanded(example_trace):
     graph = daydream.load(example_trace)
     grid = "faster_gpu:factor=1|2|3|4|5|6|7|8|9|10,kind=kernel|all"  # 20 specs
-    # 7 keys of 10 values = 10^7 specs before: refused at once, counted, not built.
-    seven = "ddp:" + ",".join(f"{key}=" + "|".join(str(v) for v in range(1, 11))
-                              for key in ("machines", "gpus", "bucket", "first_bucket", "params",
-                                          "bytes_per_param", "latency"))
     with pytest.raises(daydream.Error, match="more than 100000 combinations"):
-        daydream.sweep(graph, [seven])
+        daydream.sweep(graph, [SEVEN_KEYS_OF_TEN])
     assert daydream.MAX_SPECS == 100_000
     with pytest.raises(daydream.Error, match="more than 19 combinations"):
         daydream.sweep(graph, [grid], max_specs=19)
@@ -123,10 +125,7 @@ def test_a_sweep_grid_is_counted_before_it_is_expanded(example_trace):
 
 def test_the_cli_sweep_counts_its_specs_before_expanding(cli, example_trace):
     import subprocess
-    seven = "ddp:" + ",".join(f"{key}=" + "|".join(str(v) for v in range(1, 11))
-                              for key in ("machines", "gpus", "bucket", "first_bucket", "params",
-                                          "bytes_per_param", "latency"))
-    done = subprocess.run([cli, "sweep", example_trace, "--scenario", seven], capture_output=True, text=True,
+    done = subprocess.run([cli, "sweep", example_trace, "--scenario", SEVEN_KEYS_OF_TEN], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 1 and done.stdout == ""
     assert "the grid has more than 100000 combinations" in done.stderr, done.stderr
