@@ -73,11 +73,9 @@ void recost(Graph& graph, const JobLayout& job, const std::optional<LinkModel>& 
     if (!std::isfinite(delta)) throw Error(fmt::format("collective {} #{}: cost is not finite", c.name, c.sequence));
     for (TaskId t : c.transfers) {
       const TimeNs base = traced ? graph.task(t).duration_ns : 0;
-      const auto duration = checked::round_duration_ns(std::max(0.0, double(base) + delta));
-      if (!duration)
-        throw Error(fmt::format("collective {} #{} would last {:g} ns, longer than one day (the longest a task may last)",
-                                c.name, c.sequence, double(base) + delta));
-      graph.set_duration(t, *duration);
+      graph.set_duration(t, checked::task_duration(std::max(0.0, double(base) + delta), [&] {
+                           return fmt::format("collective {} #{}", c.name, c.sequence);
+                         }));
     }
   }
   notes.push_back(fmt::format("{} collectives re-costed: latency {:.1f} us, bandwidth {:.2f} GB/s{}", job.collectives.size(),

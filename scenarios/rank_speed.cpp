@@ -37,12 +37,9 @@ ScenarioOutcome apply_rank_speed(Graph& graph, const ScenarioParams& params) {
     const Task& task = graph.task(t);
     if (!is_compute(graph, task) || graph.units()[task.unit].rank != rank) continue;
     compute_ns += task.duration_ns;
-    const double scaled = double(task.duration_ns) / factor;
-    const auto duration = checked::round_duration_ns(scaled);
-    if (!duration)
-      throw Error(fmt::format("task {} '{}' would last {:g} ns at factor {:g}, longer than one day (the longest a task "
-                              "may last)", t, graph.name(t), scaled, factor));
-    graph.set_duration(t, *duration);
+    graph.set_duration(t, checked::task_duration(double(task.duration_ns) / factor, [&] {
+                         return fmt::format("task {} '{}' at factor {:g}", t, graph.name(t), factor);
+                       }));
   }
   outcome.notes.push_back(fmt::format("rank {}'s compute ({:.3f} ms of GPU and CPU task time) {:g} times as fast", rank,
                                       double(compute_ns) / 1e6, factor));

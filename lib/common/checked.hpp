@@ -4,10 +4,13 @@
 // none wraps around a 64-bit integer (undefined behaviour, and in a Release build a silently
 // wrong number such as a negative busy time). Each returns nullopt where the exact result does
 // not fit; callers turn that into an Error naming what they were computing.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdint>
 #include <optional>
 
+#include "daydream/error.hpp"
 #include "daydream/trace.hpp"
 
 namespace daydream::checked {
@@ -43,6 +46,15 @@ inline std::optional<TimeNs> round_ns(double ns) {
 inline std::optional<TimeNs> round_duration_ns(double ns) {
   if (!(ns >= 0) || ns > static_cast<double>(kMaxTaskDurationNs)) return std::nullopt;
   return static_cast<TimeNs>(std::llround(ns));
+}
+
+/// `ns` as a task duration, or Error "<what()> would last <ns> ns, longer than one day (the
+/// longest a task may last)": the one check of every duration a model computes. `what` (a
+/// callable returning the description) runs only on failure, so hot loops format nothing.
+template <class Describe>
+TimeNs task_duration(double ns, Describe what) {
+  if (const auto rounded = round_duration_ns(ns)) return *rounded;
+  throw Error(fmt::format("{} would last {:g} ns, longer than one day (the longest a task may last)", what(), ns));
 }
 
 /// A double rounded to an integer when it is finite and within +-2^62 (well inside int64, so the

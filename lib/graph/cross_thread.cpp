@@ -85,15 +85,15 @@ class TaskEnds {
  public:
   /// Adds thread `unit`'s tasks (in order); `end` is the running maximum of their recorded ends.
   void add(UnitId unit, TaskId task, TimeNs end) {
-    entries_.push_back({end, order_of(unit), static_cast<std::uint32_t>(entries_.size()), unit, task});
+    entries_.push_back({end, static_cast<std::uint32_t>(entries_.size()), unit, task});
   }
 
   /// Sorts the entries: by end, then (equal ends) so that the last of them belongs to the
-  /// earliest thread added and is its latest task: the thread scan's choice, kept exactly.
+  /// lowest unit and is its latest task: the choice of a scan of the threads in unit order.
   void seal() {
     std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
       if (a.end != b.end) return a.end < b.end;
-      if (a.order != b.order) return a.order > b.order;
+      if (a.unit != b.unit) return a.unit > b.unit;
       return a.added < b.added;
     });
     other_before_.resize(entries_.size());
@@ -117,18 +117,12 @@ class TaskEnds {
  private:
   struct Entry {
     TimeNs end;
-    std::uint32_t order;  // the thread's place among the threads added
     std::uint32_t added;  // the entry's place in the order added (a thread's tasks in its order)
     UnitId unit;
     TaskId task;
   };
-  std::uint32_t order_of(UnitId unit) {
-    if (units_.empty() || units_.back() != unit) units_.push_back(unit);
-    return static_cast<std::uint32_t>(units_.size() - 1);
-  }
   std::vector<Entry> entries_;
   std::vector<std::int64_t> other_before_;  // per entry: the last earlier entry of another thread
-  std::vector<UnitId> units_;
 };
 
 class CrossThreadInference {

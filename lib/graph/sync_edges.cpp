@@ -73,6 +73,7 @@ class SyncBuilder {
     for (UnitId u = 0; u < ctx_.graph.units().size(); ++u) {
       const Unit& unit = ctx_.graph.units()[u];
       if (unit.kind != UnitKind::gpu_stream) continue;
+      gpu_streams_.push_back(u);
       stream_unit_[{unit.process, unit.thread}] = u;
       TimeNs running = kNever;
       for (TaskId t : ctx_.unit_tasks[u]) {
@@ -284,11 +285,6 @@ class SyncBuilder {
   }
 
   void wait_for_device(TaskId t) {
-    if (!gpu_streams_listed_) {  // listed once: not a pass over every unit (threads too) per call
-      for (UnitId u = 0; u < ctx_.graph.units().size(); ++u)
-        if (ctx_.graph.units()[u].kind == UnitKind::gpu_stream) gpu_streams_.push_back(u);
-      gpu_streams_listed_ = true;
-    }
     std::vector<TaskId> awaited;
     for (UnitId u : gpu_streams_) {
       const TaskId last = last_launched_before(u, ctx_.times[t].start);
@@ -556,8 +552,7 @@ class SyncBuilder {
   std::map<std::pair<std::int64_t, std::int64_t>, UnitId> stream_unit_;
   std::vector<TimeNs> last_launch_on_;  // per unit: this thread's latest launch call to it
   std::vector<UnitId> launched_to_;     // the units it has launched to, in unit order
-  std::vector<UnitId> gpu_streams_;     // every GPU stream, in unit order (wait_for_device)
-  bool gpu_streams_listed_ = false;
+  std::vector<UnitId> gpu_streams_;     // every GPU stream, in unit order: not a pass over every unit per sync
   EndIndex gpu_ends_;       // (recorded end, task), sorted
   EndIndex long_call_ends_;  // (recorded end, runtime task), sorted
   std::vector<UnitId> launched_unit_;    // per task: the stream a CUDA call launched to, else kNoUnit

@@ -105,5 +105,4 @@ void check_trace_times(const Trace& trace) {
                 fmt::format("its events span {} ns, more than the 2^62 ns (146 years) daydream accepts", last - first));
 }
 
-
 }  // namespace daydream

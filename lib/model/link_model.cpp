@@ -21,12 +21,8 @@ double bytes_per_second(double ns_per_byte) {
 }
 
 TimeNs transfer_ns(double bytes, double bytes_per_s) {
-  const double ns = bytes / bytes_per_s * 1e9;
-  const auto rounded = checked::round_duration_ns(ns);
-  if (!rounded)
-    throw Error(fmt::format("a copy of {:g} bytes at {:g} B/s would take {:g} ns, longer than one day (the longest "
-                            "a task may last)", bytes, bytes_per_s, ns));
-  return *rounded;
+  return checked::task_duration(bytes / bytes_per_s * 1e9,
+                                [&] { return fmt::format("a copy of {:g} bytes at {:g} B/s", bytes, bytes_per_s); });
 }
 
 std::int64_t dtype_element_bytes(std::string_view dtype) {
@@ -95,12 +91,8 @@ std::optional<LinkFit> fit_ring(const std::vector<MeasuredCollective>& samples, 
 
 TimeNs RingCost::allreduce_ns(std::int64_t bytes) const {
   if (ranks <= 1) return 0;
-  const double ns = link.cost_ns(ring_traffic_bytes(ranks, static_cast<double>(bytes)));
-  const auto rounded = checked::round_duration_ns(ns);
-  if (!rounded)
-    throw Error(fmt::format("all-reduce of {} bytes over {} GPUs would take {:g} ns, longer than one day (the "
-                            "longest a task may last)", bytes, ranks, ns));
-  return *rounded;
+  return checked::task_duration(link.cost_ns(ring_traffic_bytes(ranks, static_cast<double>(bytes))),
+                                [&] { return fmt::format("all-reduce of {} bytes over {} GPUs", bytes, ranks); });
 }
 
 }  // namespace daydream

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+
 #include "common/pattern.hpp"
 #include "common/text.hpp"
 #include "daydream/error.hpp"

@@ -8,7 +8,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace daydream;
   fuzz::expect_clean([&] {
-    const fuzz::InputFile file(data, size, ".json");
+    const fuzz::TemporaryInput file(data, size, ".json");
     const Graph graph = build_graph(load_trace(file.path()));
     const Predictor predictor(graph);
     (void)predictor.predict(parse_scenario_spec("faster_gpu:factor=2"));

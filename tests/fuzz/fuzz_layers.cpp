@@ -9,7 +9,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const Graph base = build_graph(load_trace(DAYDREAM_FUZZ_EXAMPLE_TRACE));
   fuzz::expect_clean([&] {
     Graph graph = base;
-    const fuzz::InputFile file(data, size, ".layers.json");
+    const fuzz::TemporaryInput file(data, size, ".layers.json");
     (void)apply_layer_file(graph, file.path());
   });
   return 0;

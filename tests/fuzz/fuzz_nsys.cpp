@@ -7,7 +7,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace daydream;
   fuzz::expect_clean([&] {
-    const fuzz::InputFile file(data, size, ".sqlite");
+    const fuzz::TemporaryInput file(data, size, ".sqlite");
     (void)simulate(build_graph(load_trace(file.path())));
   });
   return 0;

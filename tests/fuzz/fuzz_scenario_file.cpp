@@ -5,7 +5,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace daydream;
   fuzz::expect_clean([&] {
-    const fuzz::InputFile file(data, size, ".txt");
+    const fuzz::TemporaryInput file(data, size, ".txt");
     for (const ScenarioSpec& spec : read_scenario_file(file.path().string(), 1000))
       (void)resolve_params(builtin_scenarios().find(spec.name), spec);
   });

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include <unistd.h>
+#include <unistd.h>  // getpid
 
 #include "daydream/error.hpp"
 
@@ -32,19 +32,19 @@ void expect_clean(Body body) {
 }
 
 /// The bytes as a file (readers that take paths), removed when this goes out of scope.
-class InputFile {
+class TemporaryInput {
  public:
-  InputFile(const std::uint8_t* data, std::size_t size, const char* suffix) {
+  TemporaryInput(const std::uint8_t* data, std::size_t size, const char* suffix) {
     path_ = std::filesystem::temp_directory_path() /
             ("daydream-fuzz-" + std::to_string(static_cast<unsigned long>(::getpid())) + suffix);
     std::ofstream(path_, std::ios::binary).write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
-  ~InputFile() {
+  ~TemporaryInput() {
     std::error_code ec;
     std::filesystem::remove(path_, ec);
   }
-  InputFile(const InputFile&) = delete;
-  InputFile& operator=(const InputFile&) = delete;
+  TemporaryInput(const TemporaryInput&) = delete;
+  TemporaryInput& operator=(const TemporaryInput&) = delete;
   const std::filesystem::path& path() const { return path_; }
 
  private:

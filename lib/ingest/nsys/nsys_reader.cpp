@@ -217,7 +217,6 @@ class NsysParser {
     return value;
   }
 
-  /// start <= end, else counted (the row is skipped by the caller).
   /// Times within what daydream accepts (trace.hpp): Error naming the row and column otherwise.
   void check_times(std::int64_t start, std::int64_t end) const {
     for (const auto& [column, ns] : {std::pair{"start", start}, std::pair{"end", end}})
@@ -230,6 +229,7 @@ class NsysParser {
                               "accepts", end - start));
   }
 
+  /// start <= end, else counted (the row is skipped by the caller).
   bool valid_times(const Table& t, std::int64_t start, std::int64_t end) {
     if (end < start) {
       count(stats::nsys_end_before_start, t.name);
