@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -267,6 +268,43 @@ class NeighborVisitor {
   bool (*call_)(void*, TaskId, const Edge&);
 };
 
+/// A value computed from a graph on demand and shared by its copies: the first reader builds it
+/// (thread-safe); a change of the graph updates or drops it through slot().
+template <class T>
+class SharedCache {
+ public:
+  SharedCache() = default;
+  SharedCache(const SharedCache& other) : value_(other.get()) {}
+  SharedCache(SharedCache&& other) noexcept : value_(std::move(other.value_)) {}
+  SharedCache& operator=(const SharedCache& other) {
+    if (this != &other) value_ = other.get();
+    return *this;
+  }
+  SharedCache& operator=(SharedCache&& other) noexcept {
+    value_ = std::move(other.value_);
+    return *this;
+  }
+  std::shared_ptr<T> get() const {
+    std::lock_guard lock(mutex_);
+    return value_;
+  }
+  /// The value, built by `make` if absent.
+  template <class Make>
+  std::shared_ptr<T> get_or_make(Make&& make) const {
+    std::lock_guard lock(mutex_);
+    if (!value_) value_ = make();
+    return value_;
+  }
+  /// For the owner's changes, which have the graph to themselves (no lock).
+  std::shared_ptr<T>& slot() { return value_; }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::shared_ptr<T> value_;
+};
+
+struct TaskColumns;   // the simulator's per-task columns, private to lib/graph and lib/simulate
+
 class TaskFilter;     // transform.hpp
 class TaskSet;        // transform.hpp
 struct NewTask;       // transform.hpp
@@ -407,7 +445,15 @@ class Graph {
 
  private:
   friend struct GraphAccess;  // lib/graph/graph_access.hpp: the builders' and the engine's access
-  Task& mutable_task(TaskId id) { return tasks_[id]; }
+  Task& mutable_task(TaskId id) {
+    task_columns_.slot().reset();  // the caller may change any field
+    return tasks_[id];
+  }
+  /// The fields the simulator reads, as columns; thread-safe, built on first use and kept up
+  /// to date by the mutators (shared by copies until one changes them).
+  std::shared_ptr<const TaskColumns> task_columns() const;
+  /// The columns for a change of task fields: unshared, or null when none are built.
+  TaskColumns* task_columns_for_change();
   /// The edges as flat arrays for the simulator; thread-safe, cached until the structure changes.
   std::shared_ptr<const EdgeTable> edge_table() const;
   void check_live(TaskId id, std::string_view what) const;
@@ -422,6 +468,7 @@ class Graph {
   const GraphStorage& structure() const;  // shared, for reading
   std::shared_ptr<GraphStorage> storage_;
   std::vector<Task> tasks_;
+  SharedCache<TaskColumns> task_columns_;
   std::unordered_map<std::string, std::uint32_t, StringIndexHash, std::equal_to<>> string_index_;
   std::vector<Unit> units_;
   std::vector<std::string> strings_;

@@ -111,11 +111,24 @@ struct SimulationResult {
   /// their binding is that call), and the total of those waits.
   std::int64_t lock_waits = 0;
   TimeNs lock_wait_ns = 0;
+  /// Which simulator ran: true for the static-order pass (see SimulationMethod), whose result is
+  /// the event engine's to the ns; events_processed then counts the events the engine would have.
+  bool static_order = false;
 };
+
+/// Which simulator runs.
+/// - `automatic`: a single pass over a topological order (O(tasks + edges), no event queue)
+///   wherever it gives the event engine's result: every unit's live tasks are chained by direct
+///   edges, so no policy ever chooses between two ready tasks (what a graph built from a trace
+///   is, and stays under durations-only what-ifs), and no task waits for GPU occupancy or the
+///   driver lock. Elsewhere the event engine.
+/// - `event_engine`: always the event engine (for comparisons and benchmarks).
+enum class SimulationMethod : std::uint8_t { automatic, event_engine };
 
 /// Simulates the whole graph. Throws Error naming the stuck tasks when some can never run
 /// (a cycle), or when a duration or delay is negative.
-SimulationResult simulate(const Graph& graph, const SchedulePolicy& policy = TraceOrderPolicy{});
+SimulationResult simulate(const Graph& graph, const SchedulePolicy& policy = TraceOrderPolicy{},
+                          SimulationMethod method = SimulationMethod::automatic);
 
 /// Walks back from `last` along binding constraints.
 std::vector<TaskId> critical_path_to(const SimulationResult& result, TaskId last);

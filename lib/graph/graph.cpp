@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <queue>
 #include <tuple>
 
 #include "daydream/error.hpp"
@@ -162,6 +163,38 @@ GraphStorage& Graph::structure() {
   return *storage_;
 }
 
+namespace {
+
+/// Kahn's order over the table, the lowest ready id first (the order nearest to id order, where
+/// task records lie, so one pass in it reads memory mostly forward); stops short at a cycle.
+std::vector<TaskId> kahn_order(const EdgeTable& table) {
+  const auto n = static_cast<TaskId>(table.in_degree.size());
+  std::vector<std::uint32_t> remaining = table.in_degree;
+  std::vector<TaskId> order;
+  order.reserve(n);
+  std::priority_queue<TaskId, std::vector<TaskId>, std::greater<>> ready;  // ids below `scan` only
+  TaskId scan = 0;  // tasks from here on are taken in id order once ready
+  while (order.size() < n) {
+    TaskId t;
+    if (!ready.empty() && (scan >= n || ready.top() < scan)) {
+      t = ready.top();
+      ready.pop();
+    } else {
+      while (scan < n && remaining[scan] != 0) ++scan;
+      if (scan >= n) break;
+      t = scan++;
+    }
+    order.push_back(t);
+    for (auto i = table.first[t]; i < table.first[t + 1]; ++i) {
+      const TaskId next = table.target[i];
+      if (--remaining[next] == 0 && next < scan) ready.push(next);
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
 std::shared_ptr<const EdgeTable> Graph::edge_table() const {
   std::lock_guard lock(storage_->table_mutex);
   if (storage_->table) return storage_->table;
@@ -181,8 +214,30 @@ std::shared_ptr<const EdgeTable> Graph::edge_table() const {
     }
     table->first[v + 1] = static_cast<std::uint32_t>(table->target.size());
   }
+  const auto unusable = std::find_if(table->delay_ns.begin(), table->delay_ns.end(),
+                                     [](TimeNs d) { return d < 0 || d > kMaxDelayNs; });
+  table->first_unusable_delay = static_cast<std::size_t>(unusable - table->delay_ns.begin());
+  table->topological = kahn_order(*table);
   storage_->table = table;
   return table;
+}
+
+std::shared_ptr<const TaskColumns> Graph::task_columns() const {
+  return task_columns_.get_or_make([this] {
+    auto columns = std::make_shared<TaskColumns>();
+    columns->duration_ns.reserve(tasks_.size());
+    columns->release_ns.reserve(tasks_.size());
+    columns->unit.reserve(tasks_.size());
+    columns->removed.reserve(tasks_.size());
+    for (const Task& task : tasks_) columns->append(task);
+    return columns;
+  });
+}
+
+TaskColumns* Graph::task_columns_for_change() {
+  std::shared_ptr<TaskColumns>& columns = task_columns_.slot();
+  if (columns && columns.use_count() > 1) columns = std::make_shared<TaskColumns>(*columns);
+  return columns.get();
 }
 const GraphStorage& Graph::structure() const { return *storage_; }
 
@@ -196,6 +251,7 @@ TaskId Graph::add_task(Task task) {
   if (tasks_.size() >= kMaxGraphTasks) throw Error(fmt::format("add_task: a graph holds at most {} tasks", kMaxGraphTasks));
   const auto id = static_cast<TaskId>(boost::add_vertex(structure().adjacency));
   tasks_.push_back(task);
+  if (TaskColumns* columns = task_columns_for_change()) columns->append(task);
   TopologicalRanks& ranks = storage_->ranks;  // unshared by structure() above
   if (ranks.valid) ranks.rank.push_back(ranks.next++);
   return id;
@@ -230,9 +286,13 @@ void Graph::set_duration(TaskId id, TimeNs duration_ns) {
     throw Error(fmt::format("task {} '{}': duration {} ns is longer than one day, the longest daydream accepts", id,
                             name(id), duration_ns));
   tasks_.at(id).duration_ns = duration_ns;
+  if (TaskColumns* columns = task_columns_for_change()) columns->duration_ns[id] = duration_ns;
 }
 
-void Graph::set_release(TaskId id, TimeNs release_ns) { tasks_.at(id).release_ns = release_ns; }
+void Graph::set_release(TaskId id, TimeNs release_ns) {
+  tasks_.at(id).release_ns = release_ns;
+  if (TaskColumns* columns = task_columns_for_change()) columns->release_ns[id] = release_ns;
+}
 void Graph::rename(TaskId id, std::string_view name) { tasks_.at(id).name = intern(name); }
 void Graph::set_blocking(TaskId id, bool blocking) { tasks_.at(id).blocking = blocking; }
 

@@ -15,6 +15,12 @@
 
 namespace daydream {
 
+/// The longest delay the simulator accepts (2^61 ns). The simulated clock stays within
+/// +-kMaxTraceTimeNs (2^62 ns) and a duration is at most kMaxTaskDurationNs, so every time a
+/// simulator computes (a clock reading plus a delay, plus at most one more) fits in 64 bits, and
+/// an event past the clock's range stops the simulation with an Error instead of wrapping around.
+inline constexpr TimeNs kMaxDelayNs = kMaxTraceTimeNs / 2;
+
 /// The edges in compressed sparse-row form, for the simulator, which sweeps them many times: the
 /// successors of task t are entries [first[t], first[t + 1]). Computed once per edge structure
 /// and shared by graph copies that have not changed it.
@@ -24,6 +30,34 @@ struct EdgeTable {
   std::vector<TimeNs> delay_ns;
   std::vector<std::uint8_t> start_to_start;
   std::vector<std::uint32_t> in_degree;    ///< per task
+  /// Every task in a topological order (Kahn's, ties by id); shorter than num_tasks when the
+  /// edges close a cycle.
+  std::vector<TaskId> topological;
+  /// The first edge whose delay the simulator cannot use (negative, or past 2^61 ns), or size().
+  std::size_t first_unusable_delay = 0;
+};
+
+/// The task fields the simulator reads, as columns (what compiling a graph for a simulation
+/// would otherwise copy out of the task records every time). Graph keeps them in step with its
+/// mutators; copies share them until one changes a field.
+struct TaskColumns {
+  std::vector<TimeNs> duration_ns;
+  std::vector<TimeNs> release_ns;
+  std::vector<UnitId> unit;
+  std::vector<std::uint8_t> removed;
+  std::size_t held_by_occupancy = 0;  ///< live tasks with a Task::sm_held_by
+  std::size_t held_by_lock = 0;       ///< live tasks with a Task::lock_held_by
+
+  void append(const Task& task) {
+    duration_ns.push_back(task.duration_ns);
+    release_ns.push_back(task.release_ns);
+    unit.push_back(task.unit);
+    removed.push_back(task.removed ? 1 : 0);
+    if (!task.removed) {
+      held_by_occupancy += task.sm_held_by != kNoTask;
+      held_by_lock += task.lock_held_by != kNoTask;
+    }
+  }
 };
 
 /// A topological rank per task, while valid, so that insert/connect can tell without a search

@@ -20,8 +20,7 @@
 
 #include "daydream/error.hpp"
 #include "daydream/simulate.hpp"
-#include "graph/graph_access.hpp"
-#include "graph/graph_storage.hpp"  // EdgeTable
+#include "simulate/compiled_graph.hpp"
 
 namespace daydream {
 
@@ -29,117 +28,8 @@ double TraceOrderPolicy::priority(const Graph& graph, TaskId task) const {
   return static_cast<double>(graph.task(task).recorded_start_ns);
 }
 
+namespace sim {
 namespace {
-
-constexpr TimeNs kUnset = std::numeric_limits<TimeNs>::min();
-/// The simulated clock stays within +-kMaxTraceTimeNs (2^62 ns); a delay or gap is at most
-/// kMaxDelayNs (2^61 ns) and a duration at most kMaxTaskDurationNs. Every time the engine computes
-/// (a clock reading plus one of those, plus at most one more) then fits in 64 bits, and an event
-/// past the clock's range stops the simulation with an Error instead of wrapping around.
-constexpr TimeNs kMaxDelayNs = kMaxTraceTimeNs / 2;
-
-[[noreturn]] void throw_out_of_range(const std::string& what, TimeNs value, std::string_view limit) {
-  throw Error(fmt::format("{}: {} ns is beyond what the simulator accepts ({}); no real run has it, so the graph "
-                          "or a what-if made it",
-                          what, value, limit));
-}
-
-/// "edge 3 'a' -> 5 'b'": the edge at `index` of the table, for messages.
-std::string edge_text(const Graph& graph, const EdgeTable& edges, std::size_t index) {
-  const auto from = static_cast<TaskId>(std::upper_bound(edges.first.begin(), edges.first.end(), index) - edges.first.begin() - 1);
-  return fmt::format("edge {} '{}' -> {} '{}'", from, graph.name(from), edges.target[index], graph.name(edges.target[index]));
-}
-
-/// A delay the simulator cannot use: negative, or beyond kMaxDelayNs.
-void check_delay(const Graph& graph, const EdgeTable& edges, std::size_t index) {
-  const TimeNs delay = edges.delay_ns[index];
-  if (delay < 0) throw Error(fmt::format("{}: negative delay {} ns", edge_text(graph, edges, index), delay));
-  if (delay > kMaxDelayNs) throw_out_of_range(edge_text(graph, edges, index) + ": delay", delay, "2^61 ns");
-}
-
-struct CompiledGraph {
-  std::vector<TimeNs> duration, release;
-  std::vector<UnitId> unit;
-  std::vector<double> priority;
-  std::vector<std::uint8_t> removed;
-  std::shared_ptr<const EdgeTable> edges;  // shared by graph copies with the same structure
-  bool by_ready_time = false;
-  // GPU occupancy, filled only when some task has a recorded holder (the common path skips it)
-  bool occupancy = false;
-  std::vector<TaskId> held_by;  // per task: Task::sm_held_by while that task is live, else kNoTask
-  std::vector<double> let_in;   // per task: Task::sm_let_in
-  // The driver lock, filled only when some task has a recorded holder
-  bool locks = false;
-  std::vector<TaskId> lock_holder;  // per task: Task::lock_held_by while that call is live, else kNoTask
-  /// Per task: the task before it on its thread and the delay between them (kNoTask: none), so a
-  /// holder's arrival at its call is known even while the call itself waits for GPU work.
-  std::vector<TaskId> thread_previous;
-  std::vector<TimeNs> thread_gap;
-};
-
-TaskId thread_predecessor(const Graph& graph, TaskId t, TimeNs& gap) {
-  for (const auto& pred : graph.predecessors(t)) {
-    if (pred.edge.type != EdgeType::cpu_sequential || graph.task(pred.task).unit != graph.task(t).unit) continue;
-    gap = pred.edge.delay_ns;
-    return pred.task;
-  }
-  return kNoTask;
-}
-
-void compile_locks(const Graph& graph, CompiledGraph& c) {
-  c.lock_holder.assign(c.duration.size(), kNoTask);
-  c.thread_previous.assign(c.duration.size(), kNoTask);
-  c.thread_gap.assign(c.duration.size(), 0);
-  for (TaskId t = 0; t < c.duration.size(); ++t) {
-    const TaskId holder = graph.task(t).lock_held_by;
-    if (c.removed[t] || holder >= c.duration.size() || c.removed[holder]) continue;
-    c.lock_holder[t] = holder;
-    c.thread_previous[holder] = thread_predecessor(graph, holder, c.thread_gap[holder]);
-  }
-}
-
-void compile_occupancy(const Graph& graph, CompiledGraph& c) {
-  c.held_by.assign(c.duration.size(), kNoTask);
-  c.let_in.assign(c.duration.size(), 0.0);
-  for (TaskId t = 0; t < c.duration.size(); ++t) {
-    const Task& task = graph.task(t);
-    if (task.sm_held_by >= c.duration.size() || c.removed[task.sm_held_by]) continue;
-    c.held_by[t] = task.sm_held_by;
-    c.let_in[t] = task.sm_let_in;
-  }
-}
-
-CompiledGraph compile(const Graph& graph, const SchedulePolicy& policy) {
-  const auto n = graph.num_tasks();
-  CompiledGraph c;
-  c.duration.resize(n);
-  c.release.resize(n);
-  c.unit.resize(n);
-  c.priority.resize(n);
-  c.removed.assign(n, 0);
-  c.by_ready_time = policy.by_ready_time();
-  for (TaskId t = 0; t < n; ++t) {
-    const Task& task = graph.task(t);
-    if (task.duration_ns < 0)
-      throw Error(fmt::format("task {} '{}': negative duration {} ns", t, graph.name(t), task.duration_ns));
-    if (task.duration_ns > kMaxTaskDurationNs)
-      throw_out_of_range(fmt::format("task {} '{}': duration", t, graph.name(t)), task.duration_ns, "one day");
-    if (!is_trace_time(task.release_ns))
-      throw_out_of_range(fmt::format("task {} '{}': release", t, graph.name(t)), task.release_ns, "|t| < 2^62 ns");
-    c.removed[t] = task.removed ? 1 : 0;
-    c.duration[t] = task.duration_ns;
-    c.release[t] = task.release_ns;
-    c.unit[t] = task.unit;
-    c.priority[t] = policy.priority(graph, t);
-    c.occupancy |= task.sm_held_by != kNoTask && !task.removed;
-    c.locks |= task.lock_held_by != kNoTask && !task.removed;
-  }
-  if (c.occupancy) compile_occupancy(graph, c);
-  if (c.locks) compile_locks(graph, c);
-  c.edges = GraphAccess::edge_table(graph);
-  for (std::size_t i = 0; i < c.edges->delay_ns.size(); ++i) check_delay(graph, *c.edges, i);
-  return c;
-}
 
 enum class EventType : std::uint8_t { task_end = 0, task_ready = 1, unit_wake = 2 };
 
@@ -205,7 +95,7 @@ class Engine {
       }
     }
     check_all_ran();
-    finish();
+    complete_result(graph_, c_, r_);
     return std::move(r_);
   }
 
@@ -353,27 +243,6 @@ class Engine {
     throw Error(fmt::format("simulation stalled: tasks never became ready{}: {}", why, names));
   }
 
-  void finish() {
-    TaskId last = kNoTask, last_work = kNoTask;
-    for (TaskId t = 0; t < n_; ++t) {
-      if (c_.removed[t]) {
-        r_.start_ns[t] = r_.end_ns[t] = -1;
-        continue;
-      }
-      UnitUsage& u = r_.units[c_.unit[t]];
-      if (u.tasks++ == 0) u.first_start_ns = r_.start_ns[t];
-      u.busy_ns += c_.duration[t];
-      u.first_start_ns = std::min(u.first_start_ns, r_.start_ns[t]);
-      u.last_end_ns = std::max(u.last_end_ns, r_.end_ns[t]);
-      if (last == kNoTask || r_.end_ns[t] > r_.end_ns[last]) last = t;
-      const bool work = !graph_.units()[c_.unit[t]].background;
-      if (work && (last_work == kNoTask || r_.end_ns[t] > r_.end_ns[last_work])) last_work = t;
-    }
-    r_.makespan_ns = last == kNoTask ? 0 : r_.end_ns[last];
-    const TaskId path_end = last_work != kNoTask ? last_work : last;
-    if (path_end != kNoTask) r_.critical_path = critical_path_to(r_, path_end);
-  }
-
   const Graph& graph_;
   CompiledGraph c_;
   std::size_t n_;
@@ -394,8 +263,33 @@ class Engine {
 
 }  // namespace
 
-SimulationResult simulate(const Graph& graph, const SchedulePolicy& policy) {
-  return Engine(graph, compile(graph, policy)).run();
+SimulationResult run_event_engine(const Graph& graph, CompiledGraph compiled) {
+  return Engine(graph, std::move(compiled)).run();
+}
+
+}  // namespace sim
+
+namespace {
+
+/// The built-in policies whose priorities cannot fail and matter only to the event engine.
+bool priorities_needed_only_by_engine(const SchedulePolicy& policy) {
+  return dynamic_cast<const TraceOrderPolicy*>(&policy) != nullptr || dynamic_cast<const FifoPolicy*>(&policy) != nullptr;
+}
+
+}  // namespace
+
+SimulationResult simulate(const Graph& graph, const SchedulePolicy& policy, SimulationMethod method) {
+  sim::CompiledGraph compiled = sim::compile(graph);
+  // Other policies' priorities are computed up front either way, so that one that cannot rank
+  // every task fails the same whichever simulator runs.
+  const bool lazy_priorities = priorities_needed_only_by_engine(policy);
+  if (!lazy_priorities) sim::add_priorities(graph, policy, compiled);
+  if (method == SimulationMethod::automatic) {
+    SimulationResult result;
+    if (sim::run_static_order(graph, compiled, result)) return result;
+  }
+  if (lazy_priorities) sim::add_priorities(graph, policy, compiled);
+  return sim::run_event_engine(graph, std::move(compiled));
 }
 
 std::vector<TaskId> critical_path_to(const SimulationResult& result, TaskId last) {

@@ -143,6 +143,11 @@ void Graph::remove(TaskId id) {
   }
   tasks_[id].removed = true;
   ++removed_count_;
+  if (TaskColumns* columns = task_columns_for_change()) {
+    columns->removed[id] = 1;
+    columns->held_by_occupancy -= tasks_[id].sm_held_by != kNoTask;
+    columns->held_by_lock -= tasks_[id].lock_held_by != kNoTask;
+  }
 }
 
 TaskId Graph::insert(const NewTask& spec) {

@@ -222,6 +222,19 @@ def test_gpu_occupancy_holds_move_with_the_filling_kernel(tmp_path):
     assert side.held_by == big and big.held_by is None
     r = g.simulate()
     assert r.start_ns(side) == 990_000 and r.occupancy_holds == 1 and r.occupancy_hold_ms == pytest.approx(0.78)
+    assert not r.static_order  # which of two streams starts first is the event engine's to decide
     assert g.replay()["occupancy"] == {"held_tasks": 1, "held_ms": 0.78}
     g.select(name="^big$").scale(0.5)
     assert g.simulate().start_ns(side) == 550_000
+
+
+def test_a_trace_without_holds_runs_in_static_order(tmp_path):
+    """Threads and streams are chains: the one-pass simulation runs and gives the engine's times."""
+    from kineto_builder import KinetoJson
+    t = KinetoJson()
+    t.cpu_op("prep", 0, 100)
+    t.runtime("cudaLaunchKernel", 100, 5, 1).kernel("k", 110, 50, 1, stream=7)
+    g = daydream.load(str(t.write(tmp_path / "plain.json")))
+    r = g.simulate()
+    k = next(iter(g.select(name="^k$")))
+    assert r.static_order and r.start_ns(k) == 110_000 and r.end_ns(k) == 160_000

@@ -221,6 +221,9 @@ void init_simulate(py::module_& m) {
       .def_property_readonly("lock_wait_ms", [](const ResultData& r) {
              return static_cast<double>(r.result.lock_wait_ns) / 1e6;
            }, "Total time those calls waited, in ms.")
+      .def_property_readonly("static_order", [](const ResultData& r) { return r.result.static_order; },
+                             "True when the one-pass static-order simulation ran (the event engine's result to the "
+                             "ns; docs/simulator.md), False when the event engine did.")
       .def("start_ns", [](const ResultData& r, py::object task) { return time_of(r, task, false); }, py::arg("task"),
            "Predicted start of a task (Task or id), in ns from the graph origin; None for a removed task.")
       .def("end_ns", [](const ResultData& r, py::object task) { return time_of(r, task, true); }, py::arg("task"),

@@ -1,0 +1,136 @@
+// Compiling a graph into the flat arrays both simulators read, and the result bookkeeping they
+// share (compiled_graph.hpp).
+#include "simulate/compiled_graph.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "daydream/error.hpp"
+#include "graph/graph_access.hpp"
+
+namespace daydream::sim {
+
+namespace {
+
+/// The simulated clock stays within +-kMaxTraceTimeNs (2^62 ns); a delay or gap is at most
+/// kMaxDelayNs (2^61 ns) and a duration at most kMaxTaskDurationNs. Every time a simulator computes
+/// (a clock reading plus one of those, plus at most one more) then fits in 64 bits, and an event
+/// past the clock's range stops the simulation with an Error instead of wrapping around.
+constexpr TimeNs kMaxDelayNs = kMaxTraceTimeNs / 2;
+
+/// "edge 3 'a' -> 5 'b'": the edge at `index` of the table, for messages.
+std::string edge_text(const Graph& graph, const EdgeTable& edges, std::size_t index) {
+  const auto from = static_cast<TaskId>(std::upper_bound(edges.first.begin(), edges.first.end(), index) - edges.first.begin() - 1);
+  return fmt::format("edge {} '{}' -> {} '{}'", from, graph.name(from), edges.target[index], graph.name(edges.target[index]));
+}
+
+/// A delay the simulator cannot use: negative, or beyond kMaxDelayNs.
+void check_delay(const Graph& graph, const EdgeTable& edges, std::size_t index) {
+  const TimeNs delay = edges.delay_ns[index];
+  if (delay < 0) throw Error(fmt::format("{}: negative delay {} ns", edge_text(graph, edges, index), delay));
+  if (delay > kMaxDelayNs) throw_out_of_range(edge_text(graph, edges, index) + ": delay", delay, "2^61 ns");
+}
+
+TaskId thread_predecessor(const Graph& graph, TaskId t, TimeNs& gap) {
+  for (const auto& pred : graph.predecessors(t)) {
+    if (pred.edge.type != EdgeType::cpu_sequential || graph.task(pred.task).unit != graph.task(t).unit) continue;
+    gap = pred.edge.delay_ns;
+    return pred.task;
+  }
+  return kNoTask;
+}
+
+void compile_locks(const Graph& graph, CompiledGraph& c) {
+  c.lock_holder.assign(c.duration.size(), kNoTask);
+  c.thread_previous.assign(c.duration.size(), kNoTask);
+  c.thread_gap.assign(c.duration.size(), 0);
+  for (TaskId t = 0; t < c.duration.size(); ++t) {
+    const TaskId holder = graph.task(t).lock_held_by;
+    if (c.removed[t] || holder >= c.duration.size() || c.removed[holder]) continue;
+    c.lock_holder[t] = holder;
+    c.thread_previous[holder] = thread_predecessor(graph, holder, c.thread_gap[holder]);
+  }
+}
+
+void compile_occupancy(const Graph& graph, CompiledGraph& c) {
+  c.held_by.assign(c.duration.size(), kNoTask);
+  c.let_in.assign(c.duration.size(), 0.0);
+  for (TaskId t = 0; t < c.duration.size(); ++t) {
+    const Task& task = graph.task(t);
+    if (task.sm_held_by >= c.duration.size() || c.removed[task.sm_held_by]) continue;
+    c.held_by[t] = task.sm_held_by;
+    c.let_in[t] = task.sm_let_in;
+  }
+}
+
+void check_task(const Graph& graph, TaskId t) {
+  const Task& task = graph.task(t);
+  if (task.duration_ns < 0)
+    throw Error(fmt::format("task {} '{}': negative duration {} ns", t, graph.name(t), task.duration_ns));
+  if (task.duration_ns > kMaxTaskDurationNs)
+    throw_out_of_range(fmt::format("task {} '{}': duration", t, graph.name(t)), task.duration_ns, "one day");
+  if (!is_trace_time(task.release_ns))
+    throw_out_of_range(fmt::format("task {} '{}': release", t, graph.name(t)), task.release_ns, "|t| < 2^62 ns");
+}
+
+}  // namespace
+
+void throw_out_of_range(const std::string& what, TimeNs value, std::string_view limit) {
+  throw Error(fmt::format("{}: {} ns is beyond what the simulator accepts ({}); no real run has it, so the graph "
+                          "or a what-if made it",
+                          what, value, limit));
+}
+
+CompiledGraph compile(const Graph& graph) {
+  CompiledGraph c;
+  c.tasks = GraphAccess::task_columns(graph);
+  c.duration = c.tasks->duration_ns;
+  c.release = c.tasks->release_ns;
+  c.unit = c.tasks->unit;
+  c.removed = c.tasks->removed;
+  bool usable = true;  // one branch-free sweep; the slow search for the culprit only on failure
+  for (std::size_t t = 0; t < c.duration.size(); ++t)
+    usable &= (c.duration[t] >= 0) & (c.duration[t] <= kMaxTaskDurationNs) & is_trace_time(c.release[t]);
+  if (!usable)
+    for (TaskId t = 0; t < c.duration.size(); ++t) check_task(graph, t);
+  c.occupancy = c.tasks->held_by_occupancy > 0;
+  c.locks = c.tasks->held_by_lock > 0;
+  if (c.occupancy) compile_occupancy(graph, c);
+  if (c.locks) compile_locks(graph, c);
+  c.edges = GraphAccess::edge_table(graph);
+  if (c.edges->first_unusable_delay < c.edges->delay_ns.size()) check_delay(graph, *c.edges, c.edges->first_unusable_delay);
+  return c;
+}
+
+void add_priorities(const Graph& graph, const SchedulePolicy& policy, CompiledGraph& compiled) {
+  compiled.by_ready_time = policy.by_ready_time();
+  compiled.priority.resize(graph.num_tasks());
+  for (TaskId t = 0; t < graph.num_tasks(); ++t) compiled.priority[t] = policy.priority(graph, t);
+}
+
+void complete_result(const Graph& graph, const CompiledGraph& c, SimulationResult& r) {
+  std::vector<std::uint8_t> background(graph.units().size());
+  for (std::size_t u = 0; u < background.size(); ++u) background[u] = graph.units()[u].background ? 1 : 0;
+  TaskId last = kNoTask, last_work = kNoTask;
+  TimeNs last_end = 0, last_work_end = 0;
+  for (TaskId t = 0; t < c.duration.size(); ++t) {
+    if (c.removed[t]) {
+      r.start_ns[t] = r.end_ns[t] = -1;
+      continue;
+    }
+    const TimeNs start = r.start_ns[t], end = r.end_ns[t];
+    UnitUsage& u = r.units[c.unit[t]];
+    if (u.tasks++ == 0) u.first_start_ns = start;
+    u.busy_ns += c.duration[t];
+    u.first_start_ns = std::min(u.first_start_ns, start);
+    u.last_end_ns = std::max(u.last_end_ns, end);
+    if (last == kNoTask || end > last_end) last = t, last_end = end;
+    if (!background[c.unit[t]] && (last_work == kNoTask || end > last_work_end)) last_work = t, last_work_end = end;
+  }
+  r.makespan_ns = last == kNoTask ? 0 : last_end;
+  const TaskId path_end = last_work != kNoTask ? last_work : last;
+  if (path_end != kNoTask) r.critical_path = critical_path_to(r, path_end);
+}
+
+}  // namespace daydream::sim
