@@ -336,7 +336,7 @@ class Graph {
   /// Deletes a task: every predecessor -> successor pair is bridged by an edge that keeps the
   /// removed task's delays (as if it took no time). Throws Error when it is already removed.
   void remove(TaskId id);
-  bool removed(TaskId id) const;
+  bool removed(TaskId id) const { return tasks_[id].removed; }
   /// add_edge for transformations: both tasks must be live and the edge must not close a cycle.
   void connect(TaskId from, TaskId to, Edge edge);
   /// Deletes every edge from -> to, without bridging: `to` no longer waits for `from` (a
@@ -357,9 +357,9 @@ class Graph {
   std::size_t num_live_tasks() const;
 
   // --- reading ---
-  std::size_t num_tasks() const;
+  std::size_t num_tasks() const { return tasks_.size(); }
   std::size_t num_edges() const;
-  const Task& task(TaskId id) const;
+  const Task& task(TaskId id) const { return tasks_[id]; }
   const std::vector<Unit>& units() const { return units_; }
   Unit& unit(UnitId id) { return units_.at(id); }
   std::string_view name(TaskId id) const { return strings_[task(id).name]; }

@@ -275,10 +275,8 @@ std::uint32_t Graph::intern(std::string_view text) {
   return id;
 }
 
-std::size_t Graph::num_tasks() const { return tasks_.size(); }
 std::size_t Graph::num_edges() const { return boost::num_edges(structure().adjacency); }
 
-const Task& Graph::task(TaskId id) const { return tasks_[id]; }
 
 void Graph::set_duration(TaskId id, TimeNs duration_ns) {
   if (duration_ns < 0) throw Error(fmt::format("task {}: negative duration {} ns", id, duration_ns));

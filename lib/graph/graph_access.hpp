@@ -12,6 +12,9 @@ struct GraphAccess {
   static Task& task(Graph& graph, TaskId id) { return graph.mutable_task(id); }
   /// The simulator's flat copy of the edges (graph/graph_storage.hpp).
   static std::shared_ptr<const EdgeTable> edge_table(const Graph& graph) { return graph.edge_table(); }
+  /// Computes the topological ranks that insert/connect check new edges against, so that copies
+  /// made afterwards inherit them instead of each sorting the graph on its first insert.
+  static void prepare_ranks(Graph& graph) { graph.ensure_ranks(); }
   /// The simulator's columns of task fields (graph/graph_storage.hpp).
   static std::shared_ptr<const TaskColumns> task_columns(const Graph& graph) { return graph.task_columns(); }
 };

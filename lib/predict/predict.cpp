@@ -3,8 +3,10 @@
 #include <limits>
 
 #include "common/text.hpp"
+#include "daydream/error.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/report/replay.hpp"
+#include "graph/graph_access.hpp"
 #include "report/iteration_rule_json.hpp"
 #include "report/json_writer.hpp"
 
@@ -46,8 +48,14 @@ std::vector<bool> run_units(const Graph& graph) {
   for (UnitId u = 0; u < graph.units().size(); ++u) in_run[u] = graph.units()[u].kind != UnitKind::cpu_thread;
   for (const Iteration& it : graph.iterations())
     if (it.first_task != kNoTask) in_run[graph.task(it.first_task).unit] = true;
-  for (const auto& record : graph.edges())
-    if (record.edge.type == EdgeType::launch) in_run[graph.task(record.from).unit] = true;
+  for (TaskId t = 0; t < graph.num_tasks(); ++t) {
+    const UnitId unit = graph.task(t).unit;
+    if (in_run[unit] || graph.removed(t)) continue;  // a unit needs one launch
+    graph.visit_successors(t, [&](TaskId, const Edge& edge) {
+      if (edge.type == EdgeType::launch) in_run[unit] = true;
+      return !in_run[unit];
+    });
+  }
   return in_run;
 }
 
@@ -72,8 +80,23 @@ double Prediction::speedup() const {
   return predicted_median_ns > 0 ? static_cast<double>(baseline_median_ns) / static_cast<double>(predicted_median_ns) : 0.0;
 }
 
+namespace {
+
+/// The base graph of many predictions: scenarios that insert tasks check them against its
+/// topological ranks, computed once here rather than once per prediction's copy. A graph with a
+/// cycle has none; its baseline simulation reports the cycle.
+Graph ready_for_edits(Graph base) {
+  try {
+    GraphAccess::prepare_ranks(base);
+  } catch (const Error&) {
+  }
+  return base;
+}
+
+}  // namespace
+
 Predictor::Predictor(Graph base, ScenarioRegistry registry)
-    : base_(std::move(base)), registry_(std::move(registry)), baseline_(simulate(base_)) {
+    : base_(ready_for_edits(std::move(base))), registry_(std::move(registry)), baseline_(simulate(base_)) {
   baseline_iterations_ = job_times(base_, iteration_durations(base_, simulated_iteration_spans(base_, baseline_)));
   baseline_run_ns_ = run_span_ns(base_, baseline_);
   for (const auto& group : job_iteration_groups(base_)) {

@@ -40,7 +40,6 @@ EdgeType infer_edge_type(const Graph& g, TaskId from, TaskId to) {
   return EdgeType::cross_stream;
 }
 
-bool Graph::removed(TaskId id) const { return task(id).removed; }
 
 std::size_t Graph::num_live_tasks() const { return num_tasks() - removed_count_; }
 
