@@ -26,9 +26,9 @@ namespace daydream::sim {
 
 namespace {
 
-/// Where a release of a task's successors falls in the engine's processing order: the instant,
+/// Where a task's release of its successors falls in the engine's processing order: the instant,
 /// the phase of that instant (2r - 1: drain r, 2r: dispatch r), then the start order of the
-/// released task (instant, round, unit), unique per task.
+/// releasing task (its start instant, round and unit), which is unique per task.
 struct ReleaseKey {
   TimeNs instant;
   std::uint32_t phase;
