@@ -392,7 +392,8 @@ class Graph {
   /// graphs have equal fingerprints, on every machine.
   std::uint64_t fingerprint() const;
 
-  /// Tasks in a topological order (ties by id). Throws Error naming a cycle if there is one.
+  /// Tasks in a topological order: Kahn's, the lowest ready id first (the order the simulator's
+  /// one-pass replay follows). Throws Error naming a cycle if there is one.
   std::vector<TaskId> topological_order() const;
   /// The tasks of one cycle, in order, or empty when the graph is acyclic.
   std::vector<TaskId> find_cycle() const;

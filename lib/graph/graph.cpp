@@ -1,6 +1,5 @@
 // daydream::Graph: tasks, units and typed edges over a Boost.Graph adjacency list.
 #include <boost/graph/depth_first_search.hpp>
-#include <boost/graph/topological_sort.hpp>
 
 #include <fmt/format.h>
 
@@ -395,17 +394,12 @@ std::vector<TaskId> Graph::find_cycle() const {
 }
 
 std::vector<TaskId> Graph::topological_order() const {
-  std::vector<TaskId> reversed;
-  reversed.reserve(num_tasks());
-  try {
-    boost::topological_sort(structure().adjacency, std::back_inserter(reversed));
-  } catch (const boost::not_a_dag&) {
-    const auto cycle = find_cycle();
-    std::string names;
-    for (TaskId t : cycle) names += fmt::format("{}{} '{}'", names.empty() ? "" : " -> ", t, name(t));
-    throw Error("the graph has a cycle: " + names);
-  }
-  return {reversed.rbegin(), reversed.rend()};
+  const auto table = edge_table();  // its order is the simulator's, computed once per structure
+  if (table->topological.size() == num_tasks()) return table->topological;
+  const auto cycle = find_cycle();
+  std::string names;
+  for (TaskId t : cycle) names += fmt::format("{}{} '{}'", names.empty() ? "" : " -> ", t, name(t));
+  throw Error("the graph has a cycle: " + names);
 }
 
 }  // namespace daydream

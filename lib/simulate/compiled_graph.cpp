@@ -13,12 +13,6 @@ namespace daydream::sim {
 
 namespace {
 
-/// The simulated clock stays within +-kMaxTraceTimeNs (2^62 ns); a delay or gap is at most
-/// kMaxDelayNs (2^61 ns) and a duration at most kMaxTaskDurationNs. Every time a simulator computes
-/// (a clock reading plus one of those, plus at most one more) then fits in 64 bits, and an event
-/// past the clock's range stops the simulation with an Error instead of wrapping around.
-constexpr TimeNs kMaxDelayNs = kMaxTraceTimeNs / 2;
-
 /// "edge 3 'a' -> 5 'b'": the edge at `index` of the table, for messages.
 std::string edge_text(const Graph& graph, const EdgeTable& edges, std::size_t index) {
   const auto from = static_cast<TaskId>(std::upper_bound(edges.first.begin(), edges.first.end(), index) - edges.first.begin() - 1);
@@ -64,14 +58,20 @@ void compile_occupancy(const Graph& graph, CompiledGraph& c) {
   }
 }
 
-void check_task(const Graph& graph, TaskId t) {
+/// Whether the simulator can use a task's duration and release (kMaxDelayNs's reasoning, graph_storage.hpp).
+bool usable(TimeNs duration_ns, TimeNs release_ns) {
+  return duration_ns >= 0 && duration_ns <= kMaxTaskDurationNs && is_trace_time(release_ns);
+}
+
+/// The Error for a task that is not usable(), naming it and the field (a usable duration leaves
+/// the release).
+[[noreturn]] void refuse_task(const Graph& graph, TaskId t) {
   const Task& task = graph.task(t);
   if (task.duration_ns < 0)
     throw Error(fmt::format("task {} '{}': negative duration {} ns", t, graph.name(t), task.duration_ns));
   if (task.duration_ns > kMaxTaskDurationNs)
     throw_out_of_range(fmt::format("task {} '{}': duration", t, graph.name(t)), task.duration_ns, "one day");
-  if (!is_trace_time(task.release_ns))
-    throw_out_of_range(fmt::format("task {} '{}': release", t, graph.name(t)), task.release_ns, "|t| < 2^62 ns");
+  throw_out_of_range(fmt::format("task {} '{}': release", t, graph.name(t)), task.release_ns, "|t| < 2^62 ns");
 }
 
 }  // namespace
@@ -89,11 +89,11 @@ CompiledGraph compile(const Graph& graph) {
   c.release = c.tasks->release_ns;
   c.unit = c.tasks->unit;
   c.removed = c.tasks->removed;
-  bool usable = true;  // one branch-free sweep; the slow search for the culprit only on failure
-  for (std::size_t t = 0; t < c.duration.size(); ++t)
-    usable &= (c.duration[t] >= 0) & (c.duration[t] <= kMaxTaskDurationNs) & is_trace_time(c.release[t]);
-  if (!usable)
-    for (TaskId t = 0; t < c.duration.size(); ++t) check_task(graph, t);
+  bool all_usable = true;  // one branch-free sweep; the search for the culprit only on failure
+  for (std::size_t t = 0; t < c.duration.size(); ++t) all_usable &= usable(c.duration[t], c.release[t]);
+  if (!all_usable)
+    for (TaskId t = 0; t < c.duration.size(); ++t)
+      if (!usable(c.duration[t], c.release[t])) refuse_task(graph, t);
   c.occupancy = c.tasks->held_by_occupancy > 0;
   c.locks = c.tasks->held_by_lock > 0;
   if (c.occupancy) compile_occupancy(graph, c);
