@@ -192,6 +192,19 @@ std::vector<TaskId> kahn_order(const EdgeTable& table) {
   return order;
 }
 
+/// The predecessor rows of a table whose successor rows are set: a counting sort by target,
+/// which keeps each target's sources in id order.
+void add_reverse_rows(EdgeTable& table) {
+  const std::size_t n = table.in_degree.size();
+  table.in_first.assign(n + 1, 0);
+  for (std::size_t t = 0; t < n; ++t) table.in_first[t + 1] = table.in_first[t] + table.in_degree[t];
+  std::vector<std::uint32_t> next(table.in_first.begin(), table.in_first.end() - 1);
+  table.in_edges.resize(table.target.size());
+  for (TaskId source = 0; source < n; ++source)
+    for (auto i = table.first[source]; i < table.first[source + 1]; ++i)
+      table.in_edges[next[table.target[i]]++] = InEdge{table.delay_ns[i], source, table.start_to_start[i]};
+}
+
 }  // namespace
 
 std::shared_ptr<const EdgeTable> Graph::edge_table() const {
@@ -216,6 +229,7 @@ std::shared_ptr<const EdgeTable> Graph::edge_table() const {
   const auto unusable = std::find_if(table->delay_ns.begin(), table->delay_ns.end(),
                                      [](TimeNs d) { return d < 0 || d > kMaxDelayNs; });
   table->first_unusable_delay = static_cast<std::size_t>(unusable - table->delay_ns.begin());
+  add_reverse_rows(*table);
   table->topological = kahn_order(*table);
   storage_->table = table;
   return table;
@@ -282,13 +296,15 @@ void Graph::set_duration(TaskId id, TimeNs duration_ns) {
   if (duration_ns > kMaxTaskDurationNs)
     throw Error(fmt::format("task {} '{}': duration {} ns is longer than one day, the longest daydream accepts", id,
                             name(id), duration_ns));
-  tasks_.at(id).duration_ns = duration_ns;
-  if (TaskColumns* columns = task_columns_for_change()) columns->duration_ns[id] = duration_ns;
+  Task& task = tasks_.at(id);
+  task.duration_ns = duration_ns;
+  if (TaskColumns* columns = task_columns_for_change()) columns->set_times(id, duration_ns, task.release_ns);
 }
 
 void Graph::set_release(TaskId id, TimeNs release_ns) {
-  tasks_.at(id).release_ns = release_ns;
-  if (TaskColumns* columns = task_columns_for_change()) columns->release_ns[id] = release_ns;
+  Task& task = tasks_.at(id);
+  task.release_ns = release_ns;
+  if (TaskColumns* columns = task_columns_for_change()) columns->set_times(id, task.duration_ns, release_ns);
 }
 void Graph::rename(TaskId id, std::string_view name) { tasks_.at(id).name = intern(name); }
 void Graph::set_blocking(TaskId id, bool blocking) { tasks_.at(id).blocking = blocking; }

@@ -21,21 +21,36 @@ namespace daydream {
 /// an event past the clock's range stops the simulation with an Error instead of wrapping around.
 inline constexpr TimeNs kMaxDelayNs = kMaxTraceTimeNs / 2;
 
+/// An edge as its target sees it (EdgeTable's reverse rows).
+struct InEdge {
+  TimeNs delay_ns;
+  TaskId source;
+  std::uint8_t start_to_start;
+};
+
 /// The edges in compressed sparse-row form, for the simulator, which sweeps them many times: the
-/// successors of task t are entries [first[t], first[t + 1]). Computed once per edge structure
-/// and shared by graph copies that have not changed it.
+/// successors of task t are entries [first[t], first[t + 1]), its predecessors in_edges
+/// [in_first[t], in_first[t + 1]) (in source order). Computed once per edge structure and shared by
+/// graph copies that have not changed it.
 struct EdgeTable {
   std::vector<std::uint32_t> first;        ///< size num_tasks + 1
   std::vector<TaskId> target;
   std::vector<TimeNs> delay_ns;
   std::vector<std::uint8_t> start_to_start;
   std::vector<std::uint32_t> in_degree;    ///< per task
+  std::vector<std::uint32_t> in_first;     ///< size num_tasks + 1
+  std::vector<InEdge> in_edges;
   /// Every task in a topological order (Kahn's, ties by id); shorter than num_tasks when the
   /// edges close a cycle.
   std::vector<TaskId> topological;
   /// The first edge whose delay the simulator cannot use (negative, or past 2^61 ns), or size().
   std::size_t first_unusable_delay = 0;
 };
+
+/// Whether the simulator can use a task's duration and release (kMaxDelayNs's reasoning).
+constexpr bool usable_times(TimeNs duration_ns, TimeNs release_ns) {
+  return duration_ns >= 0 && duration_ns <= kMaxTaskDurationNs && is_trace_time(release_ns);
+}
 
 /// The task fields the simulator reads, as columns (what compiling a graph for a simulation
 /// would otherwise copy out of the task records every time). Graph keeps them in step with its
@@ -47,16 +62,25 @@ struct TaskColumns {
   std::vector<std::uint8_t> removed;
   std::size_t held_by_occupancy = 0;  ///< live tasks with a Task::sm_held_by
   std::size_t held_by_lock = 0;       ///< live tasks with a Task::lock_held_by
+  std::size_t unusable = 0;           ///< tasks, removed ones too, whose times are not usable_times()
 
   void append(const Task& task) {
     duration_ns.push_back(task.duration_ns);
     release_ns.push_back(task.release_ns);
+    unusable += !usable_times(task.duration_ns, task.release_ns);
     unit.push_back(task.unit);
     removed.push_back(task.removed ? 1 : 0);
     if (!task.removed) {
       held_by_occupancy += task.sm_held_by != kNoTask;
       held_by_lock += task.lock_held_by != kNoTask;
     }
+  }
+
+  void set_times(TaskId id, TimeNs duration, TimeNs release) {
+    unusable -= !usable_times(duration_ns[id], release_ns[id]);
+    duration_ns[id] = duration;
+    release_ns[id] = release;
+    unusable += !usable_times(duration, release);
   }
 };
 

@@ -58,12 +58,7 @@ void compile_occupancy(const Graph& graph, CompiledGraph& c) {
   }
 }
 
-/// Whether the simulator can use a task's duration and release (kMaxDelayNs's reasoning, graph_storage.hpp).
-bool usable(TimeNs duration_ns, TimeNs release_ns) {
-  return duration_ns >= 0 && duration_ns <= kMaxTaskDurationNs && is_trace_time(release_ns);
-}
-
-/// The Error for a task that is not usable(), naming it and the field (a usable duration leaves
+/// The Error for a task that is not usable_times(), naming it and the field (a usable duration leaves
 /// the release).
 [[noreturn]] void refuse_task(const Graph& graph, TaskId t) {
   const Task& task = graph.task(t);
@@ -89,11 +84,9 @@ CompiledGraph compile(const Graph& graph) {
   c.release = c.tasks->release_ns;
   c.unit = c.tasks->unit;
   c.removed = c.tasks->removed;
-  bool all_usable = true;  // one branch-free sweep; the search for the culprit only on failure
-  for (std::size_t t = 0; t < c.duration.size(); ++t) all_usable &= usable(c.duration[t], c.release[t]);
-  if (!all_usable)
+  if (c.tasks->unusable > 0)  // the columns keep count; the search for the culprit only on failure
     for (TaskId t = 0; t < c.duration.size(); ++t)
-      if (!usable(c.duration[t], c.release[t])) refuse_task(graph, t);
+      if (!usable_times(c.duration[t], c.release[t])) refuse_task(graph, t);
   c.occupancy = c.tasks->held_by_occupancy > 0;
   c.locks = c.tasks->held_by_lock > 0;
   if (c.occupancy) compile_occupancy(graph, c);
@@ -128,7 +121,11 @@ void complete_result(const Graph& graph, const CompiledGraph& c, SimulationResul
     if (last == kNoTask || end > last_end) last = t, last_end = end;
     if (!background[c.unit[t]] && (last_work == kNoTask || end > last_work_end)) last_work = t, last_work_end = end;
   }
-  r.makespan_ns = last == kNoTask ? 0 : last_end;
+  finish_result(last, last_work, r);
+}
+
+void finish_result(TaskId last, TaskId last_work, SimulationResult& r) {
+  r.makespan_ns = last == kNoTask ? 0 : r.end_ns[last];
   const TaskId path_end = last_work != kNoTask ? last_work : last;
   if (path_end != kNoTask) r.critical_path = critical_path_to(r, path_end);
 }

@@ -51,6 +51,9 @@ void add_priorities(const Graph& graph, const SchedulePolicy& policy, CompiledGr
 /// Fills removed tasks' times (-1), unit usage, the makespan and the critical path of a result
 /// whose start, end and binding are set for every live task.
 void complete_result(const Graph& graph, const CompiledGraph& compiled, SimulationResult& result);
+/// The makespan (the end of `last`, the task ending last; ties: lowest id) and the critical path,
+/// which ends at `last_work`, the last task on a unit that is not background (else at `last`).
+void finish_result(TaskId last, TaskId last_work, SimulationResult& result);
 
 /// The discrete-event engine: any policy, GPU occupancy and the driver lock.
 SimulationResult run_event_engine(const Graph& graph, CompiledGraph compiled);

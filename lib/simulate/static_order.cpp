@@ -17,7 +17,12 @@
 // zero-delay start-to-start edges), dispatch 2, and so on. Ends due in drain 1 are applied in
 // the order their tasks started. ReleaseKey orders releases the same way; the pass keeps each
 // task's round and replays the engine's tie-breaks from it.
+//
+// The pass pulls: placing a task reads its in-edges (EdgeTable's reverse rows) and the placed
+// records of their sources, which it placed moments ago. Nothing is pending between tasks but
+// one record per unit, so the state a simulation touches is its output and the edge rows.
 #include <algorithm>
+#include <memory>
 #include <tuple>
 
 #include "simulate/compiled_graph.hpp"
@@ -51,111 +56,177 @@ class StaticOrderPass {
     init();
     std::size_t live = 0;
     for (const TaskId t : e_.topological) {
-      if (c_.removed[t]) continue;
+      if (c_.removed[t]) {
+        skip(t);
+        continue;
+      }
       if (!place(t)) return false;
       ++live;
     }
     r_.events_processed = 2 * live;  // the engine's ready and end event per task
     r_.static_order = true;
-    complete_result(graph_, c_, r_);
+    finish();
     return true;
   }
 
  private:
-  /// A task's state while its predecessors release it.
-  struct Pending {
-    TimeNs ready = kUnset;          // latest release so far; kUnset: none yet (a root, once placed)
-    TaskId last = kNoTask;          // the predecessor whose release the engine applies last
-    TaskId chained_from = kNoTask;  // the latest placed predecessor on its unit with a direct edge
-    std::uint8_t last_start_to_start = 0;
-    std::uint8_t binding_start_to_start = 0;
+  /// What the pass keeps of a placed task: what its release keys are made of.
+  struct Placed {
+    TimeNs at[2];         // its release instants, by InEdge::start_to_start: its end, its start
+    std::uint32_t round;  // the round of its start instant in which it started
+    UnitId unit;
+    TimeNs end() const { return at[0]; }
+    TimeNs start() const { return at[1]; }
+  };
+
+  /// A unit's state between its tasks, and its usage so far. Its tasks form a chain, so the
+  /// first starts first and the last ends last.
+  struct UnitState {
+    TimeNs free = 0;               // end of the last task placed on the unit
+    TaskId last = kNoTask;         // that task
+    std::uint32_t free_round = 0;  // round of instant `free` in which the unit is free again
+    TimeNs first_start = 0;
+    TimeNs busy = 0;
+    std::int64_t tasks = 0;
+  };
+
+  /// A task's releases by its predecessors, as the engine applies them. Scalars, not keys: the
+  /// full ReleaseKey is built only to break ties (copying keys around costs more than the pass).
+  struct Releases {
+    TimeNs ready = kUnset;         // the latest release time; kUnset: no predecessor
+    TaskId binding = kNoTask;      // the first source, in the engine's order, to release at `ready`
+    bool binding_start_to_start = false;
+    TimeNs last_instant = kUnset;  // the release the engine applies last: its instant and phase
+    std::uint32_t last_phase = 0;
+    TaskId last = kNoTask;
+    bool last_start_to_start = false;
+    bool from_ahead = false;       // whether the task ahead on its unit is a source
   };
 
   void init() {
     r_.start_ns.resize(n_);
     r_.end_ns.resize(n_);
-    r_.binding.assign(n_, kNoTask);
-    r_.cause.assign(n_, StartCause::release);
+    r_.binding.resize(n_);
+    r_.cause.resize(n_);
     r_.units.assign(graph_.units().size(), UnitUsage{});
-    pending_.assign(n_, Pending{});
-    round_.resize(n_);
-    unit_last_.assign(graph_.units().size(), kNoTask);
+    placed_.reset(new Placed[n_]);  // default-initialized: each record is set when its task is placed
+    units_.assign(graph_.units().size(), UnitState{});
   }
 
+  /// A removed task: the engine's result for it (it never runs).
+  void skip(TaskId t) {
+    r_.start_ns[t] = r_.end_ns[t] = -1;
+    r_.binding[t] = kNoTask;
+    r_.cause[t] = StartCause::release;
+  }
+
+  /// The key of a placed task's release: at its end, or at its start for start-to-start edges.
   ReleaseKey key(TaskId source, bool start_to_start) const {
-    const TimeNs start = r_.start_ns[source];
-    const std::uint32_t round = round_[source];
-    if (start_to_start) return {start, 2 * round, start, round, c_.unit[source]};
-    const std::uint32_t phase = c_.duration[source] > 0 ? 1 : 2 * round + 1;
-    return {r_.end_ns[source], phase, start, round, c_.unit[source]};
+    const Placed& p = placed_[source];
+    return {p.at[start_to_start], phase(p, start_to_start), p.start(), p.round, p.unit};
+  }
+  /// The phase of a release (ReleaseKey): an end in drain 1, or, for a zero-duration task, in
+  /// drain r + 1; a start in dispatch r. Selects, not branches: the edge kinds follow no pattern.
+  static std::uint32_t phase(const Placed& p, bool start_to_start) {
+    const std::uint32_t at_end = p.end() > p.start() ? 1 : 2 * p.round + 1;
+    return start_to_start ? 2 * p.round : at_end;
+  }
+
+  Releases gather(TaskId t, TaskId ahead) const {
+    Releases in;
+    const auto first = e_.in_first[t], end = e_.in_first[t + 1];
+    if (end - first == 1) {  // most tasks: one predecessor, nothing to compare
+      const InEdge& edge = e_.in_edges[first];
+      const bool start_to_start = edge.start_to_start != 0;
+      const Placed& p = placed_[edge.source];
+      in.last_instant = p.at[start_to_start];
+      in.last_phase = phase(p, start_to_start);
+      in.ready = in.last_instant + edge.delay_ns;
+      in.binding = in.last = edge.source;
+      in.from_ahead = edge.source == ahead;
+      return in;
+    }
+    for (auto i = first; i < end; ++i) {
+      const InEdge& edge = e_.in_edges[i];
+      const TaskId source = edge.source;
+      const bool start_to_start = edge.start_to_start != 0;
+      const Placed& p = placed_[source];
+      const TimeNs at = p.at[start_to_start];
+      const std::uint32_t in_phase = phase(p, start_to_start);
+      const TimeNs time = at + edge.delay_ns;  // the source's end, or its start
+      in.from_ahead |= source == ahead;
+      if (time > in.ready ||
+          (time == in.ready && key(source, start_to_start) < key(in.binding, in.binding_start_to_start))) {
+        in.ready = time;
+        in.binding = source;
+        in.binding_start_to_start = start_to_start;
+      }
+      if (at > in.last_instant ||
+          (at == in.last_instant &&
+           (in_phase > in.last_phase ||
+            (in_phase == in.last_phase && key(in.last, in.last_start_to_start) < key(source, start_to_start))))) {
+        in.last_instant = at;
+        in.last_phase = in_phase;
+        in.last = source;
+        in.last_start_to_start = start_to_start;
+      }
+    }
+    return in;
   }
 
   /// Starts task t (every predecessor placed); false where the pass cannot stand in for the engine.
   bool place(TaskId t) {
     const UnitId u = c_.unit[t];
-    const TaskId ahead = unit_last_[u];
-    const Pending& p = pending_[t];
-    if (ahead != kNoTask && p.chained_from != ahead) return false;  // the unit is not a chain
-    TimeNs ready = c_.release[t];
-    std::uint32_t round = 1;  // the round of the instant `ready` in which the engine queues t
-    if (p.ready != kUnset) {
-      ready = p.ready;
-      const ReleaseKey last = key(p.last, p.last_start_to_start);
-      if (last.instant == ready) round = last.phase / 2 + 1;  // drain r -> r; dispatch r -> drain r + 1
-    }
-    TimeNs start = ready;
-    if (ahead != kNoTask) {
-      const TimeNs free = r_.end_ns[ahead];
-      const std::uint32_t free_round = c_.duration[ahead] > 0 ? 1 : round_[ahead] + 1;
-      if (free > ready) {
-        start = free;
-        round = free_round;
-      } else if (free == ready) {
-        round = std::max(round, free_round);
-      }
-    }
-    const TimeNs end = start + c_.duration[t];
+    UnitState& unit = units_[u];
+    const bool has_ahead = unit.last != kNoTask;
+    const Releases in = gather(t, unit.last);
+    if (has_ahead && !in.from_ahead) return false;  // the unit is not a chain
+    const bool released = in.binding != kNoTask;
+    const TimeNs ready = released ? in.ready : c_.release[t];
+    // the round of the instant `ready` in which the engine queues t: drain r -> r; dispatch r -> drain r + 1
+    std::uint32_t round = released && in.last_instant == ready ? in.last_phase / 2 + 1 : 1;
+    const TimeNs free = has_ahead ? unit.free : kUnset;  // kUnset: below every ready time
+    const bool busy = free > ready;
+    const TimeNs start = busy ? free : ready;
+    const std::uint32_t at_free = std::max(round, unit.free_round);
+    round = busy ? unit.free_round : (free == ready ? at_free : round);
+    const TimeNs duration = c_.duration[t];
+    const TimeNs end = start + duration;
     if (end >= kMaxTraceTimeNs) return false;  // the engine stops the clock there, with its message
-    if (start > ready) {
-      r_.cause[t] = StartCause::unit_busy;
-      r_.binding[t] = ahead;
-    } else if (r_.binding[t] != kNoTask) {
-      r_.cause[t] = StartCause::dependency;
-    }
+    r_.binding[t] = busy ? unit.last : in.binding;
+    r_.cause[t] = busy ? StartCause::unit_busy : released ? StartCause::dependency : StartCause::release;
     r_.start_ns[t] = start;
     r_.end_ns[t] = end;
-    round_[t] = round;
-    unit_last_[u] = t;
-    release_successors(t, u, start, end);
+    placed_[t] = {{end, start}, round, u};
+    if (!has_ahead) unit.first_start = start;
+    unit.free = end;
+    unit.last = t;
+    unit.free_round = duration > 0 ? 1 : round + 1;
+    unit.busy += duration;
+    ++unit.tasks;
     return true;
   }
 
-  void release_successors(TaskId source, UnitId unit, TimeNs start, TimeNs end) {
-    for (auto i = e_.first[source]; i < e_.first[source + 1]; ++i) {
-      const TaskId next = e_.target[i];
-      const bool start_to_start = e_.start_to_start[i] != 0;
-      const TimeNs time = (start_to_start ? start : end) + e_.delay_ns[i];
-      Pending& p = pending_[next];
-      if (c_.unit[next] == unit) p.chained_from = source;
-      if (p.ready == kUnset) {  // the first release: every time is above kUnset
-        p.ready = time;
-        r_.binding[next] = source;
-        p.binding_start_to_start = start_to_start;
-        p.last = source;
-        p.last_start_to_start = start_to_start;
-        continue;
-      }
-      const ReleaseKey this_release = key(source, start_to_start);
-      if (time > p.ready || (time == p.ready && this_release < key(r_.binding[next], p.binding_start_to_start))) {
-        p.ready = time;
-        r_.binding[next] = source;
-        p.binding_start_to_start = start_to_start;
-      }
-      if (key(p.last, p.last_start_to_start) < this_release) {
-        p.last = source;
-        p.last_start_to_start = start_to_start;
-      }
+  /// Unit usage, the makespan and the critical path, as complete_result() gives them.
+  void finish() {
+    TimeNs makespan = kUnset, work_end = kUnset;  // over all units, and over units not in the background
+    for (UnitId u = 0; u < units_.size(); ++u) {
+      const UnitState& unit = units_[u];
+      if (unit.tasks == 0) continue;
+      r_.units[u] = UnitUsage{unit.busy, unit.tasks, unit.first_start, unit.free};
+      makespan = std::max(makespan, unit.free);
+      if (!graph_.units()[u].background) work_end = std::max(work_end, unit.free);
     }
+    // complete_result() takes the lowest id among tasks ending at those times
+    TaskId last = kNoTask, last_work = kNoTask;
+    for (TaskId t = 0; t < n_ && (last == kNoTask || (last_work == kNoTask && work_end != kUnset)); ++t) {
+      const TimeNs end = r_.end_ns[t];
+      if (end != makespan && end != work_end) continue;
+      if (c_.removed[t]) continue;  // its end is -1, which a live end can equal
+      if (end == makespan && last == kNoTask) last = t;
+      if (end == work_end && last_work == kNoTask && !graph_.units()[c_.unit[t]].background) last_work = t;
+    }
+    finish_result(last, last_work, r_);
   }
 
   const Graph& graph_;
@@ -163,9 +234,8 @@ class StaticOrderPass {
   const EdgeTable& e_;
   SimulationResult& r_;
   std::size_t n_;
-  std::vector<Pending> pending_;      // per task
-  std::vector<std::uint32_t> round_;  // per task: the round of its start instant in which it started
-  std::vector<TaskId> unit_last_;     // per unit: the last task placed on it
+  std::unique_ptr<Placed[]> placed_;  // per task, set when it is placed
+  std::vector<UnitState> units_;  // per unit
 };
 
 }  // namespace

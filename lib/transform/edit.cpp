@@ -1,11 +1,14 @@
 // Insert, Remove and checked edges. Cycles are refused before the graph changes: the storage
 // keeps a topological rank per task while it is valid; an edge from a lower to a higher rank
 // can never close a cycle, and any other edge is checked by a search that only visits tasks
-// ranked below the edge's source (the only ones that can lead back to it).
+// ranked below the edge's source (the only ones that can lead back to it). An accepted edge
+// against the ranks reorders only the tasks between its ends (reorder_ranks), so a run of such
+// edits costs what it touches, not a new rank for every task each time.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -15,6 +18,9 @@
 
 namespace daydream {
 namespace {
+
+/// How far above the tasks it follows an insert with no tasks to precede is ranked.
+constexpr double kInsertStep = 1.0 / 1024;
 
 std::string describe(const Graph& g, TaskId t) { return fmt::format("task {} '{}'", t, g.name(t)); }
 
@@ -114,7 +120,60 @@ void Graph::connect(TaskId from, TaskId to, Edge edge) {
     if (!path.empty()) refuse_cycle("connect", path, describe(*this, to));
   }
   boost::add_edge(from, to, edge, structure().adjacency);
-  if (!ordered) storage_->ranks.valid = false;
+  if (!ordered && !reorder_ranks(from, to)) storage_->ranks.valid = false;
+}
+
+namespace {
+
+/// The tasks reachable from `start` along out-edges (or in-edges: `backward`) through tasks that
+/// satisfy `keep`, `start` included, sorted by rank.
+template <class Keep>
+std::vector<TaskId> reach_sorted(const GraphStorage::Adjacency& g, const std::vector<double>& rank, TaskId start,
+                                 bool backward, Keep keep) {
+  std::vector<TaskId> found{start}, stack{start};
+  std::unordered_set<TaskId> seen{start};
+  const auto visit = [&](TaskId w) {
+    if (keep(w) && seen.insert(w).second) found.push_back(w), stack.push_back(w);
+  };
+  while (!stack.empty()) {
+    const TaskId v = stack.back();
+    stack.pop_back();
+    if (backward)
+      for (auto e : boost::make_iterator_range(boost::in_edges(v, g))) visit(static_cast<TaskId>(boost::source(e, g)));
+    else
+      for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) visit(static_cast<TaskId>(boost::target(e, g)));
+  }
+  std::sort(found.begin(), found.end(),
+            [&](TaskId a, TaskId b) { return std::tie(rank[a], a) < std::tie(rank[b], b); });
+  return found;
+}
+
+}  // namespace
+
+// Pearce and Kelly's dynamic topological order (J. Exp. Algorithmics 11, 2006), for an edge
+// from -> to just added against the ranks (rank[to] < rank[from]) where no path to ->* from
+// exists. Only tasks ranked between the two move: those `from` is reached from (B) and those
+// reached from `to` (F). They trade their own ranks, B taking the lowest: an F task only rises
+// and a B task only falls, so every edge to or from a task outside keeps its direction, and
+// within B and F the order stays. Needs distinct ranks among them (insert gives unrelated tasks
+// equal ones); false otherwise, and the caller lets the next check recompute every rank.
+bool Graph::reorder_ranks(TaskId from, TaskId to) {
+  GraphStorage& storage = structure();
+  const auto& g = storage.adjacency;
+  std::vector<double>& ranks = storage.ranks.rank;
+  const double lower = ranks[to], upper = ranks[from];
+  const auto before = reach_sorted(g, ranks, from, true, [&](TaskId w) { return ranks[w] >= lower; });
+  const auto after = reach_sorted(g, ranks, to, false, [&](TaskId w) { return ranks[w] <= upper; });
+  std::vector<double> values;
+  values.reserve(before.size() + after.size());
+  for (TaskId t : before) values.push_back(ranks[t]);
+  for (TaskId t : after) values.push_back(ranks[t]);
+  std::sort(values.begin(), values.end());
+  if (std::adjacent_find(values.begin(), values.end()) != values.end()) return false;
+  std::size_t next = 0;
+  for (TaskId t : before) ranks[t] = values[next++];
+  for (TaskId t : after) ranks[t] = values[next++];
+  return true;
 }
 
 void Graph::disconnect(TaskId from, TaskId to) {
@@ -199,7 +258,11 @@ void Graph::link_inserted(TaskId id, const NewTask& spec) {
     boost::add_edge(id, b, Edge{spec.before_type.value_or(infer_edge_type(*this, id, b)), Timing::finish_to_start, spec.before_delay_ns, false}, g);
     high = std::min(high, ranks.rank[b]);
   }
-  const double mid = (low + high) / 2;
+  // Without tasks to precede, the new one ranks just above those it follows (recomputed ranks
+  // are whole numbers): edges added from it later then usually agree with the ranks already,
+  // where a rank halfway to the end would make each of them reorder a large part of the graph.
+  const double mid =
+      spec.before.empty() ? low + std::min(kInsertStep, (high - low) / 2) : (low + high) / 2;
   if (ranks.valid && low < mid && mid < high) ranks.rank[id] = mid;
   else ranks.valid = false;  // no room between: recomputed on the next check
 }

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <random>
 
 #include "daydream/analyze.hpp"
 #include "daydream/error.hpp"
@@ -164,6 +165,70 @@ TEST_CASE("an insert that would close a cycle is refused and leaves the graph un
   CHECK_THROWS_WITH(p.g.connect(p.k2, p.a, {EdgeType::sync}), Catch::Contains("would create a cycle"));
   p.g.connect(p.a, p.c, {EdgeType::cpu_sequential, Timing::finish_to_start, 50 * us, false});  // forward: fine
   CHECK(simulate(p.g).start_ns[p.c] == 62 * us);
+}
+
+namespace {
+
+/// Whether `to` is reachable from `from` (a plain search over the graph as it is).
+bool reaches(const Graph& g, TaskId from, TaskId to) {
+  std::vector<TaskId> stack{from};
+  std::vector<bool> seen(g.num_tasks());
+  while (!stack.empty()) {
+    const TaskId v = stack.back();
+    stack.pop_back();
+    if (v == to) return true;
+    g.visit_successors(v, [&](TaskId w, const Edge&) {
+      if (!seen[w]) seen[w] = true, stack.push_back(w);
+      return true;
+    });
+  }
+  return false;
+}
+
+}  // namespace
+
+// connect() keeps the topological ranks it checks edges against by reordering only the tasks
+// between an edge's ends (Pearce-Kelly), insert() ranks a task with no successors just above
+// its predecessors: neither may ever accept an edge that closes a cycle or refuse one that does not.
+TEST_CASE("connect and insert refuse exactly the edges that close a cycle, over random edits", "[transform]") {
+  for (std::uint32_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    Graph g;
+    const UnitId unit = g.add_unit({UnitKind::comm_channel, "c", 0, 0});
+    const auto pick = [&] { return static_cast<TaskId>(rng() % g.num_tasks()); };
+    for (int i = 0; i < 30; ++i) {
+      Task t;
+      t.unit = unit;
+      t.kind = TaskKind::communication;
+      t.duration_ns = 1;
+      g.add_task(t);
+    }
+    for (int i = 0; i < 40; ++i) {  // a random DAG: edges from lower to higher ids
+      const TaskId a = pick(), b = pick();
+      if (a < b) g.add_edge(a, b, {EdgeType::communication});
+    }
+    for (int step = 0; step < 150; ++step) {
+      const TaskId a = pick(), b = pick();
+      if (a == b || g.removed(a) || g.removed(b)) continue;
+      const bool closes = reaches(g, b, a);
+      INFO("seed " << seed << " step " << step << ": " << a << " -> " << b);
+      if (rng() % 3 == 0) {  // a new task after a, before b (or after a only)
+        NewTask task = NewTask::of("new", TaskKind::communication, 1);
+        task.unit = unit;
+        task.after = {a};
+        if (rng() % 2 == 0) task.before = {b};
+        const bool refused = !task.before.empty() && closes;
+        if (refused) CHECK_THROWS_WITH(g.insert(task), Catch::Contains("cycle"));
+        else CHECK_NOTHROW(g.insert(task));
+      } else if (closes) {
+        CHECK_THROWS_WITH(g.connect(a, b, {EdgeType::communication}), Catch::Contains("would create a cycle"));
+      } else {
+        CHECK_NOTHROW(g.connect(a, b, {EdgeType::communication}));
+      }
+    }
+    CHECK(g.find_cycle().empty());
+    CHECK(g.topological_order().size() == g.num_tasks());
+  }
 }
 
 TEST_CASE("remove bridges every predecessor to every successor with the delays kept", "[transform]") {
