@@ -164,34 +164,6 @@ GraphStorage& Graph::structure() {
 
 namespace {
 
-/// Kahn's order over the table, the lowest ready id first (the order nearest to id order, where
-/// task records lie, so one pass in it reads memory mostly forward); stops short at a cycle.
-std::vector<TaskId> kahn_order(const EdgeTable& table) {
-  const auto n = static_cast<TaskId>(table.in_degree.size());
-  std::vector<std::uint32_t> remaining = table.in_degree;
-  std::vector<TaskId> order;
-  order.reserve(n);
-  std::priority_queue<TaskId, std::vector<TaskId>, std::greater<>> ready;  // ids below `scan` only
-  TaskId scan = 0;  // tasks from here on are taken in id order once ready
-  while (order.size() < n) {
-    TaskId t;
-    if (!ready.empty() && (scan >= n || ready.top() < scan)) {
-      t = ready.top();
-      ready.pop();
-    } else {
-      while (scan < n && remaining[scan] != 0) ++scan;
-      if (scan >= n) break;
-      t = scan++;
-    }
-    order.push_back(t);
-    for (auto i = table.first[t]; i < table.first[t + 1]; ++i) {
-      const TaskId next = table.target[i];
-      if (--remaining[next] == 0 && next < scan) ready.push(next);
-    }
-  }
-  return order;
-}
-
 /// The predecessor rows of a table whose successor rows are set: a counting sort by target,
 /// which keeps each target's sources in id order.
 void add_reverse_rows(EdgeTable& table) {
@@ -205,7 +177,58 @@ void add_reverse_rows(EdgeTable& table) {
       table.in_edges[next[table.target[i]]++] = InEdge{table.delay_ns[i], source, table.start_to_start[i]};
 }
 
+/// EdgeTable::unchained_units of a table whose order is set.
+std::vector<UnitId> unchained_units(const EdgeTable& table, const std::vector<Task>& tasks) {
+  std::vector<TaskId> last;  // per unit: its last live task so far
+  std::vector<std::uint8_t> unchained;
+  for (const TaskId t : table.topological) {
+    const Task& task = tasks[t];
+    if (task.removed) continue;
+    if (task.unit >= last.size()) last.resize(task.unit + 1, kNoTask), unchained.resize(task.unit + 1, 0);
+    const TaskId before = last[task.unit];
+    last[task.unit] = t;
+    if (before == kNoTask || unchained[task.unit]) continue;
+    bool joined = false;
+    for (auto i = table.in_first[t]; i < table.in_first[t + 1] && !joined; ++i) joined = table.in_edges[i].source == before;
+    unchained[task.unit] = !joined;
+  }
+  std::vector<UnitId> units;
+  for (UnitId u = 0; u < unchained.size(); ++u)
+    if (unchained[u]) units.push_back(u);
+  return units;
+}
+
 }  // namespace
+
+std::vector<TaskId> kahn_order(const EdgeTable& table, const std::vector<TaskId>* next_in_chain) {
+  const auto n = static_cast<TaskId>(table.in_degree.size());
+  std::vector<std::uint32_t> remaining = table.in_degree;
+  if (next_in_chain)
+    for (const TaskId next : *next_in_chain)
+      if (next != kNoTask) ++remaining[next];
+  std::vector<TaskId> order;
+  order.reserve(n);
+  std::priority_queue<TaskId, std::vector<TaskId>, std::greater<>> ready;  // ids below `scan` only
+  TaskId scan = 0;  // tasks from here on are taken in id order once ready
+  const auto release = [&](TaskId next) {
+    if (--remaining[next] == 0 && next < scan) ready.push(next);
+  };
+  while (order.size() < n) {
+    TaskId t;
+    if (!ready.empty() && (scan >= n || ready.top() < scan)) {
+      t = ready.top();
+      ready.pop();
+    } else {
+      while (scan < n && remaining[scan] != 0) ++scan;
+      if (scan >= n) break;
+      t = scan++;
+    }
+    order.push_back(t);
+    for (auto i = table.first[t]; i < table.first[t + 1]; ++i) release(table.target[i]);
+    if (next_in_chain && (*next_in_chain)[t] != kNoTask) release((*next_in_chain)[t]);
+  }
+  return order;
+}
 
 std::shared_ptr<const EdgeTable> Graph::edge_table() const {
   std::lock_guard lock(storage_->table_mutex);
@@ -231,6 +254,7 @@ std::shared_ptr<const EdgeTable> Graph::edge_table() const {
   table->first_unusable_delay = static_cast<std::size_t>(unusable - table->delay_ns.begin());
   add_reverse_rows(*table);
   table->topological = kahn_order(*table);
+  table->unchained_units = unchained_units(*table, tasks_);
   storage_->table = table;
   return table;
 }

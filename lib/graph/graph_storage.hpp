@@ -45,7 +45,16 @@ struct EdgeTable {
   std::vector<TaskId> topological;
   /// The first edge whose delay the simulator cannot use (negative, or past 2^61 ns), or size().
   std::size_t first_unusable_delay = 0;
+  /// The units whose live tasks, in `topological` order, are not each joined by an edge to the
+  /// one before (ascending). Tasks keep their unit, and removing one changes the structure, so
+  /// this holds as long as the table.
+  std::vector<UnitId> unchained_units;
 };
+
+/// Kahn's order over the table, the lowest ready id first (the order nearest to id order, where
+/// per-task arrays lie, so one pass in it reads memory mostly forward); with `next_in_chain`, each
+/// task t also precedes next_in_chain[t] (kNoTask: none). Shorter than the tasks at a cycle.
+std::vector<TaskId> kahn_order(const EdgeTable& table, const std::vector<TaskId>* next_in_chain = nullptr);
 
 /// Whether the simulator can use a task's duration and release (kMaxDelayNs's reasoning).
 constexpr bool usable_times(TimeNs duration_ns, TimeNs release_ns) {

@@ -63,5 +63,9 @@ SimulationResult run_event_engine(const Graph& graph, CompiledGraph compiled);
 /// Returns false, leaving `result` unspecified, where that does not hold or where the engine
 /// would report an error (a cycle, the clock past its range): the caller then runs the engine.
 bool run_static_order(const Graph& graph, const CompiledGraph& compiled, SimulationResult& result);
+/// The same pass where some units are not chained by edges, for a policy that orders by priority
+/// alone (compiled.priority set): each such unit runs its tasks in priority order, and the pass
+/// checks afterwards that the engine would have too. False where it would not, or as above.
+bool run_static_order_with_chains(const Graph& graph, const CompiledGraph& compiled, SimulationResult& result);
 
 }  // namespace daydream::sim

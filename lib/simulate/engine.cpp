@@ -282,11 +282,17 @@ SimulationResult simulate(const Graph& graph, const SchedulePolicy& policy, Simu
   sim::CompiledGraph compiled = sim::compile(graph);
   // Other policies' priorities are computed up front either way, so that one that cannot rank
   // every task fails the same whichever simulator runs.
-  const bool lazy_priorities = priorities_needed_only_by_engine(policy);
+  bool lazy_priorities = priorities_needed_only_by_engine(policy);
   if (!lazy_priorities) sim::add_priorities(graph, policy, compiled);
   if (method == SimulationMethod::automatic) {
     SimulationResult result;
-    if (sim::run_static_order(graph, compiled, result)) return result;
+    if (compiled.edges->unchained_units.empty()) {
+      if (sim::run_static_order(graph, compiled, result)) return result;
+    } else if (!policy.by_ready_time()) {  // units in priority order, where the engine agrees
+      if (lazy_priorities) sim::add_priorities(graph, policy, compiled);
+      lazy_priorities = false;
+      if (sim::run_static_order_with_chains(graph, compiled, result)) return result;
+    }
   }
   if (lazy_priorities) sim::add_priorities(graph, policy, compiled);
   return sim::run_event_engine(graph, std::move(compiled));

@@ -22,7 +22,9 @@
 // records of their sources, which it placed moments ago. Nothing is pending between tasks but
 // one record per unit, so the state a simulation touches is its output and the edge rows.
 #include <algorithm>
+#include <cmath>
 #include <memory>
+#include <span>
 #include <tuple>
 
 #include "simulate/compiled_graph.hpp"
@@ -45,17 +47,31 @@ struct ReleaseKey {
   }
 };
 
+/// The units that are not chained by edges, each with its live tasks in the policy's order (what
+/// the engine's ready queue sorts by: priority, then id): tasks[first[c], first[c + 1]).
+struct VirtualChains {
+  std::vector<std::uint8_t> unit_virtual;  // per unit
+  std::vector<TaskId> tasks;
+  std::vector<std::size_t> first;
+};
+
+/// kChains: whether some units run as virtual chains (a pass without them pays nothing for them).
+template <bool kChains>
 class StaticOrderPass {
  public:
-  StaticOrderPass(const Graph& graph, const CompiledGraph& compiled, SimulationResult& result)
-      : graph_(graph), c_(compiled), e_(*compiled.edges), r_(result), n_(compiled.duration.size()) {}
+  /// `chains`: null where every unit must be chained by edges; else the order of the units it
+  /// marks virtual, which `order` (a topological order) must respect.
+  StaticOrderPass(const Graph& graph, const CompiledGraph& compiled, SimulationResult& result,
+                  std::span<const TaskId> order, const VirtualChains* chains = nullptr)
+      : graph_(graph), c_(compiled), e_(*compiled.edges), r_(result), n_(compiled.duration.size()), order_(order),
+        chains_(chains) {}
 
   bool run() {
     if (c_.occupancy || c_.locks) return false;
-    if (e_.topological.size() != n_) return false;  // a cycle: the engine names the stuck tasks
+    if (order_.size() != n_) return false;  // a cycle: the engine names the stuck tasks
     init();
     std::size_t live = 0;
-    for (const TaskId t : e_.topological) {
+    for (const TaskId t : order_) {
       if (c_.removed[t]) {
         skip(t);
         continue;
@@ -63,6 +79,8 @@ class StaticOrderPass {
       if (!place(t)) return false;
       ++live;
     }
+    if constexpr (kChains)
+      if (!chains_hold()) return false;
     r_.events_processed = 2 * live;  // the engine's ready and end event per task
     r_.static_order = true;
     finish();
@@ -111,6 +129,7 @@ class StaticOrderPass {
     r_.units.assign(graph_.units().size(), UnitUsage{});
     placed_.reset(new Placed[n_]);  // default-initialized: each record is set when its task is placed
     units_.assign(graph_.units().size(), UnitState{});
+    if constexpr (kChains) queued_.reset(new Queued[n_]);
   }
 
   /// A removed task: the engine's result for it (it never runs).
@@ -180,11 +199,17 @@ class StaticOrderPass {
     UnitState& unit = units_[u];
     const bool has_ahead = unit.last != kNoTask;
     const Releases in = gather(t, unit.last);
-    if (has_ahead && !in.from_ahead) return false;  // the unit is not a chain
+    bool in_chain = false;
+    if constexpr (kChains) in_chain = chains_->unit_virtual[u] != 0;
+    if (has_ahead && !in.from_ahead && !in_chain) return false;  // the unit is not a chain
     const bool released = in.binding != kNoTask;
     const TimeNs ready = released ? in.ready : c_.release[t];
     // the round of the instant `ready` in which the engine queues t: drain r -> r; dispatch r -> drain r + 1
     std::uint32_t round = released && in.last_instant == ready ? in.last_phase / 2 + 1 : 1;
+    if (in_chain) {  // whether the unit stood idle until t was queued (it was free at an earlier moment)
+      const bool idle = !has_ahead || ready > unit.free || (ready == unit.free && round > unit.free_round);
+      queued_[t] = {ready, round, idle};
+    }
     const TimeNs free = has_ahead ? unit.free : kUnset;  // kUnset: below every ready time
     const bool busy = free > ready;
     const TimeNs start = busy ? free : ready;
@@ -204,6 +229,23 @@ class StaticOrderPass {
     unit.free_round = duration > 0 ? 1 : round + 1;
     unit.busy += duration;
     ++unit.tasks;
+    return true;
+  }
+
+  /// Whether the engine would have run each virtual chain in its order: a task the unit stood idle
+  /// for must not have been preceded by a later one in the queue (queued at an earlier instant, or
+  /// round of it); the engine would have started that one first. Same moment: the order decides.
+  bool chains_hold() const {
+    const VirtualChains& v = *chains_;
+    for (std::size_t c = 0; c + 1 < v.first.size(); ++c) {
+      std::pair<TimeNs, std::uint32_t> earliest_later{kMaxTraceTimeNs, 0};  // over the tasks after this one
+      for (std::size_t i = v.first[c + 1]; i-- > v.first[c];) {
+        const Queued& q = queued_[v.tasks[i]];
+        const std::pair<TimeNs, std::uint32_t> moment{q.ready, q.round};
+        if (q.unit_idle && earliest_later < moment) return false;
+        earliest_later = std::min(earliest_later, moment);
+      }
+    }
     return true;
   }
 
@@ -234,14 +276,75 @@ class StaticOrderPass {
   const EdgeTable& e_;
   SimulationResult& r_;
   std::size_t n_;
+  std::span<const TaskId> order_;
+  const VirtualChains* chains_;
   std::unique_ptr<Placed[]> placed_;  // per task, set when it is placed
   std::vector<UnitState> units_;  // per unit
+  /// Per task on a virtual chain: the moment the engine queues it, and whether its unit was free before.
+  struct Queued {
+    TimeNs ready;
+    std::uint32_t round;
+    bool unit_idle;
+  };
+  std::unique_ptr<Queued[]> queued_;
 };
+
+/// The chains of the table's unchained units, in priority order; false where a priority is not a
+/// number.
+bool make_chains(const CompiledGraph& c, std::size_t units, VirtualChains& chains) {
+  std::vector<std::uint8_t> unit_virtual(units, 0);
+  for (const UnitId u : c.edges->unchained_units) unit_virtual.at(u) = 1;
+  for (TaskId t = 0; t < c.duration.size(); ++t)
+    if (!c.removed[t] && unit_virtual[c.unit[t]]) {
+      if (std::isnan(c.priority[t])) return false;
+      chains.tasks.push_back(t);
+    }
+  std::sort(chains.tasks.begin(), chains.tasks.end(), [&](TaskId a, TaskId b) {
+    return std::tie(c.unit[a], c.priority[a], a) < std::tie(c.unit[b], c.priority[b], b);
+  });
+  for (std::size_t i = 0; i < chains.tasks.size(); ++i)
+    if (i == 0 || c.unit[chains.tasks[i]] != c.unit[chains.tasks[i - 1]]) chains.first.push_back(i);
+  chains.first.push_back(chains.tasks.size());
+  chains.unit_virtual = std::move(unit_virtual);
+  return true;
+}
+
+/// Whether `order` already has each chain's tasks in the chain's order (then it is a topological
+/// order of the edges and chains together).
+bool follows_chains(std::span<const TaskId> order, const CompiledGraph& c, const VirtualChains& chains) {
+  std::vector<std::size_t> next(chains.unit_virtual.size(), 0);  // per virtual unit: index into tasks
+  for (std::size_t k = 0; k + 1 < chains.first.size(); ++k) next[c.unit[chains.tasks[chains.first[k]]]] = chains.first[k];
+  for (const TaskId t : order)
+    if (!c.removed[t] && chains.unit_virtual[c.unit[t]] && chains.tasks[next[c.unit[t]]++] != t) return false;
+  return true;
+}
+
+/// A topological order of the edges and of each chain's order; shorter than the tasks where the
+/// two disagree (a cycle).
+std::vector<TaskId> order_with_chains(const EdgeTable& e, const VirtualChains& chains) {
+  std::vector<TaskId> next_in_chain(e.in_degree.size(), kNoTask);
+  for (std::size_t c = 0; c + 1 < chains.first.size(); ++c)
+    for (std::size_t i = chains.first[c] + 1; i < chains.first[c + 1]; ++i)
+      next_in_chain[chains.tasks[i - 1]] = chains.tasks[i];
+  return kahn_order(e, &next_in_chain);
+}
 
 }  // namespace
 
 bool run_static_order(const Graph& graph, const CompiledGraph& compiled, SimulationResult& result) {
-  return StaticOrderPass(graph, compiled, result).run();
+  return StaticOrderPass<false>(graph, compiled, result, compiled.edges->topological).run();
+}
+
+bool run_static_order_with_chains(const Graph& graph, const CompiledGraph& compiled, SimulationResult& result) {
+  if (compiled.by_ready_time || compiled.occupancy || compiled.locks) return false;
+  if (compiled.edges->topological.size() != compiled.duration.size()) return false;
+  VirtualChains chains;
+  if (!make_chains(compiled, graph.units().size(), chains)) return false;
+  const std::span<const TaskId> topological = compiled.edges->topological;
+  if (follows_chains(topological, compiled, chains))  // the usual case: no second sort
+    return StaticOrderPass<true>(graph, compiled, result, topological, &chains).run();
+  const std::vector<TaskId> order = order_with_chains(*compiled.edges, chains);
+  return StaticOrderPass<true>(graph, compiled, result, order, &chains).run();
 }
 
 }  // namespace daydream::sim
