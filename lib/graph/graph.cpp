@@ -189,7 +189,8 @@ std::vector<UnitId> unchained_units(const EdgeTable& table, const std::vector<Ta
     last[task.unit] = t;
     if (before == kNoTask || unchained[task.unit]) continue;
     bool joined = false;
-    for (auto i = table.in_first[t]; i < table.in_first[t + 1] && !joined; ++i) joined = table.in_edges[i].source == before;
+    for (auto i = table.in_first[t]; i < table.in_first[t + 1] && !joined; ++i)
+      joined = table.in_edges[i].source == before;
     unchained[task.unit] = !joined;
   }
   std::vector<UnitId> units;

@@ -313,7 +313,8 @@ bool make_chains(const CompiledGraph& c, std::size_t units, VirtualChains& chain
 /// order of the edges and chains together).
 bool follows_chains(std::span<const TaskId> order, const CompiledGraph& c, const VirtualChains& chains) {
   std::vector<std::size_t> next(chains.unit_virtual.size(), 0);  // per virtual unit: index into tasks
-  for (std::size_t k = 0; k + 1 < chains.first.size(); ++k) next[c.unit[chains.tasks[chains.first[k]]]] = chains.first[k];
+  for (std::size_t k = 0; k + 1 < chains.first.size(); ++k)
+    next[c.unit[chains.tasks[chains.first[k]]]] = chains.first[k];
   for (const TaskId t : order)
     if (!c.removed[t] && chains.unit_virtual[c.unit[t]] && chains.tasks[next[c.unit[t]]++] != t) return false;
   return true;
