@@ -459,8 +459,9 @@ class Graph {
   std::shared_ptr<const EdgeTable> edge_table() const;
   void check_live(TaskId id, std::string_view what) const;
   void ensure_ranks();
-  std::vector<TaskId> path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets);
-  bool reorder_ranks(TaskId from, TaskId to);
+  std::vector<TaskId> path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets,
+                                   std::vector<TaskId>* reached = nullptr);
+  bool reorder_ranks(TaskId from, TaskId to, std::vector<TaskId> after);
   [[noreturn]] void refuse_cycle(std::string_view what, const std::vector<TaskId>& path, std::string_view closing) const;
   void link_inserted(TaskId id, const NewTask& spec);
 

@@ -120,8 +120,10 @@ struct SimulationResult {
 /// - `automatic`: a single pass over a topological order (O(tasks + edges), no event queue)
 ///   wherever it gives the event engine's result: every unit's live tasks are chained by direct
 ///   edges, so no policy ever chooses between two ready tasks (what a graph built from a trace
-///   is, and stays under durations-only what-ifs), and no task waits for GPU occupancy or the
-///   driver lock. Elsewhere the event engine.
+///   is, and stays under durations-only what-ifs), or, under a policy that orders by priority
+///   alone, the units that are not (collective channels) run in priority order and a check after
+///   the pass shows the engine would have done the same; and no task waits for GPU occupancy or
+///   the driver lock. Elsewhere the event engine.
 /// - `event_engine`: always the event engine (for comparisons and benchmarks).
 enum class SimulationMethod : std::uint8_t { automatic, event_engine };
 

@@ -24,7 +24,7 @@ struct CompiledGraph {
   std::span<const TimeNs> duration, release;
   std::span<const UnitId> unit;
   std::span<const std::uint8_t> removed;
-  std::vector<double> priority;  // filled by add_priorities, for the event engine only
+  std::vector<double> priority;  // filled by add_priorities: the engine's queues, and virtual chains' order
   std::shared_ptr<const EdgeTable> edges;  // shared by graph copies with the same structure
   bool by_ready_time = false;
   // GPU occupancy, filled only when some task has a recorded holder (the common path skips it)

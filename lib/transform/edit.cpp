@@ -72,8 +72,10 @@ void Graph::ensure_ranks() {
 
 // A path from any of `sources` to any of `targets`, or empty. Only tasks ranked at most the
 // highest target rank can lie on such a path, so when every source ranks above that, the answer
-// is immediate; otherwise the search's bookkeeping is proportional to the tasks it visits.
-std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets) {
+// is immediate; otherwise the search's bookkeeping is proportional to the tasks it visits. With
+// no path, `reached` (when given) gets every task the search visited.
+std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets,
+                                        std::vector<TaskId>* reached) {
   ensure_ranks();
   const std::vector<double>& order = storage_->ranks.rank;  // topological rank per task
   double limit = -std::numeric_limits<double>::infinity();
@@ -99,6 +101,8 @@ std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, cons
       if (order[w] <= limit && parent.emplace(w, v).second) stack.push_back(w);
     }
   }
+  if (reached)
+    for (const auto& visited : parent) reached->push_back(visited.first);
   return {};
 }
 
@@ -115,36 +119,35 @@ void Graph::connect(TaskId from, TaskId to, Edge edge) {
   ensure_ranks();
   const std::vector<double>& order = storage_->ranks.rank;  // topological rank per task
   const bool ordered = order[from] < order[to];
+  std::vector<TaskId> after;  // against the ranks: what `to` reaches below `from`'s rank
   if (!ordered) {
-    const auto path = path_between({to}, {from});
+    const auto path = path_between({to}, {from}, &after);
     if (!path.empty()) refuse_cycle("connect", path, describe(*this, to));
   }
   boost::add_edge(from, to, edge, structure().adjacency);
-  if (!ordered && !reorder_ranks(from, to)) storage_->ranks.valid = false;
+  if (!ordered && !reorder_ranks(from, to, std::move(after))) storage_->ranks.valid = false;
 }
 
 namespace {
 
-/// The tasks reachable from `start` along out-edges (or in-edges: `backward`) through tasks that
-/// satisfy `keep`, `start` included, sorted by rank.
-template <class Keep>
-std::vector<TaskId> reach_sorted(const GraphStorage::Adjacency& g, const std::vector<double>& rank, TaskId start,
-                                 bool backward, Keep keep) {
-  std::vector<TaskId> found{start}, stack{start};
-  std::unordered_set<TaskId> seen{start};
-  const auto visit = [&](TaskId w) {
-    if (keep(w) && seen.insert(w).second) found.push_back(w), stack.push_back(w);
-  };
+/// Sorts tasks by rank (ties by id).
+void sort_by_rank(std::vector<TaskId>& tasks, const std::vector<double>& rank) {
+  std::sort(tasks.begin(), tasks.end(), [&](TaskId a, TaskId b) { return std::tie(rank[a], a) < std::tie(rank[b], b); });
+}
+
+/// The tasks that reach `end` through tasks ranked at least `lower`, `end` included.
+std::vector<TaskId> reaching(const GraphStorage::Adjacency& g, const std::vector<double>& rank, TaskId end,
+                             double lower) {
+  std::vector<TaskId> found{end}, stack{end};
+  std::unordered_set<TaskId> seen{end};
   while (!stack.empty()) {
     const TaskId v = stack.back();
     stack.pop_back();
-    if (backward)
-      for (auto e : boost::make_iterator_range(boost::in_edges(v, g))) visit(static_cast<TaskId>(boost::source(e, g)));
-    else
-      for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) visit(static_cast<TaskId>(boost::target(e, g)));
+    for (auto e : boost::make_iterator_range(boost::in_edges(v, g))) {
+      const auto w = static_cast<TaskId>(boost::source(e, g));
+      if (rank[w] >= lower && seen.insert(w).second) found.push_back(w), stack.push_back(w);
+    }
   }
-  std::sort(found.begin(), found.end(),
-            [&](TaskId a, TaskId b) { return std::tie(rank[a], a) < std::tie(rank[b], b); });
   return found;
 }
 
@@ -153,17 +156,16 @@ std::vector<TaskId> reach_sorted(const GraphStorage::Adjacency& g, const std::ve
 // Pearce and Kelly's dynamic topological order (J. Exp. Algorithmics 11, 2006), for an edge
 // from -> to just added against the ranks (rank[to] < rank[from]) where no path to ->* from
 // exists. Only tasks ranked between the two move: those `from` is reached from (B) and those
-// reached from `to` (F). They trade their own ranks, B taking the lowest: an F task only rises
+// reached from `to` (F: `after`, what the cycle check's search visited). They trade their own ranks, B taking the lowest: an F task only rises
 // and a B task only falls, so every edge to or from a task outside keeps its direction, and
 // within B and F the order stays. Needs distinct ranks among them (insert gives unrelated tasks
 // equal ones); false otherwise, and the caller lets the next check recompute every rank.
-bool Graph::reorder_ranks(TaskId from, TaskId to) {
+bool Graph::reorder_ranks(TaskId from, TaskId to, std::vector<TaskId> after) {
   GraphStorage& storage = structure();
-  const auto& g = storage.adjacency;
   std::vector<double>& ranks = storage.ranks.rank;
-  const double lower = ranks[to], upper = ranks[from];
-  const auto before = reach_sorted(g, ranks, from, true, [&](TaskId w) { return ranks[w] >= lower; });
-  const auto after = reach_sorted(g, ranks, to, false, [&](TaskId w) { return ranks[w] <= upper; });
+  auto before = reaching(storage.adjacency, ranks, from, ranks[to]);
+  sort_by_rank(before, ranks);
+  sort_by_rank(after, ranks);
   std::vector<double> values;
   values.reserve(before.size() + after.size());
   for (TaskId t : before) values.push_back(ranks[t]);
