@@ -4,8 +4,10 @@
 //
 //   daydream_bench_sweep TRACE [SCENARIOS=48] [THREADS=1,2] [RUNS=3]
 //
-// The scenario mix cycles through cheap and structural what-ifs: faster_gpu / amp (durations
-// only), dataloader_workers (inserts tasks and units), each with varying parameters so no two
+// The scenario mix is the one issue 19 measures: it cycles through cheap and structural
+// what-ifs: faster_gpu / amp (durations only), dataloader_workers (inserts tasks and units),
+// fused_adam (removes the optimizer's kernels and launches, inserts fused ones), cuda_graphs
+// (removes the step's CPU work, inserts graph launches), each with varying parameters so no two
 // specs are equal.
 #include <fmt/format.h>
 
@@ -25,10 +27,13 @@ std::vector<daydream::ScenarioSpec> scenario_mix(std::size_t count) {
   std::vector<daydream::ScenarioSpec> specs;
   for (std::size_t i = 0; i < count; ++i) {
     std::string text;
-    switch (i % 3) {
-      case 0: text = fmt::format("faster_gpu:factor={}", 1.0 + 0.1 * double(i + 1)); break;
-      case 1: text = fmt::format("amp:tensor_core={},other={}", 2.0 + 0.05 * double(i), 1.5 + 0.01 * double(i)); break;
-      default: text = fmt::format("dataloader_workers:workers={}", 1 + i % 16); break;
+    const double step = double(i / 5 + 1);  // the parameters move with each round of the five
+    switch (i % 5) {
+      case 0: text = fmt::format("faster_gpu:factor={}", 1.0 + 0.1 * step); break;
+      case 1: text = fmt::format("amp:tensor_core={},other={}", 2.0 + 0.05 * step, 1.5 + 0.01 * step); break;
+      case 2: text = fmt::format("dataloader_workers:workers={}", 1 + i / 5 % 1024); break;
+      case 3: text = fmt::format("fused_adam:factor={},kernels={}", 0.5 + 0.01 * step, 1 + i / 5 % 4096); break;
+      default: text = fmt::format("cuda_graphs:launch={}us", 1 + i / 5 % 100000); break;
     }
     specs.push_back(daydream::parse_scenario_spec(text));
   }

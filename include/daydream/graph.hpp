@@ -5,7 +5,7 @@
 /// Built from a Trace by build_graph(). Tasks are CPU work segments and CUDA API calls on CPU
 /// threads, kernels/copies/memsets on GPU streams, and communication (collective) tasks. Edges
 /// carry one of the dependency types below, a timing (finish-to-start or start-to-start) and a
-/// delay in nanoseconds. The structure is a Boost.Graph bidirectional adjacency list.
+/// delay in nanoseconds. Each task's out- and in-edges are kept in the order they were added.
 ///
 /// @code
 ///   auto graph = daydream::build_graph(daydream::load_trace("trace.json.gz"));
@@ -247,7 +247,7 @@ struct OperatorRecord {
   std::uint32_t shapes = 0;    ///< its inputs: operator index into Graph::operator_shapes()
 };
 
-struct GraphStorage;  // the Boost.Graph adjacency list, private to lib/graph
+struct GraphStorage;  // the edges (an EdgeStore) and topological ranks, private to lib/graph
 struct JobLayout;     // job.hpp
 
 struct EdgeTable;     // the engine's flat copy of the edges, private to lib/graph and lib/simulate
@@ -304,6 +304,31 @@ class SharedCache {
 };
 
 struct TaskColumns;   // the simulator's per-task columns, private to lib/graph and lib/simulate
+
+/// A vector whose copies keep room to grow by an eighth: a graph's per-task arrays, copied for
+/// each what-if, would otherwise all move (allocate and copy again) at the first task the what-if
+/// inserts. A copy assigned over an older one reuses its memory.
+template <class T>
+class RoomyVector : public std::vector<T> {
+ public:
+  RoomyVector() = default;
+  RoomyVector(RoomyVector&&) noexcept = default;
+  RoomyVector& operator=(RoomyVector&&) noexcept = default;
+  RoomyVector(const RoomyVector& other) : std::vector<T>() { copy_from(other); }
+  RoomyVector& operator=(const RoomyVector& other) {
+    if (this != &other) copy_from(other);
+    return *this;
+  }
+
+ private:
+  void copy_from(const RoomyVector& other) {
+    if (this->capacity() < other.size()) {
+      this->clear();
+      this->reserve(other.size() + other.size() / 8 + 16);
+    }
+    this->assign(other.begin(), other.end());
+  }
+};
 
 class TaskFilter;     // transform.hpp
 class TaskSet;        // transform.hpp
@@ -470,7 +495,7 @@ class Graph {
   GraphStorage& structure();              // unshared, for changes
   const GraphStorage& structure() const;  // shared, for reading
   std::shared_ptr<GraphStorage> storage_;
-  std::vector<Task> tasks_;
+  RoomyVector<Task> tasks_;
   SharedCache<TaskColumns> task_columns_;
   std::unordered_map<std::string, std::uint32_t, StringIndexHash, std::equal_to<>> string_index_;
   std::vector<Unit> units_;

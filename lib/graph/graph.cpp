@@ -1,4 +1,5 @@
-// daydream::Graph: tasks, units and typed edges over a Boost.Graph adjacency list.
+// daydream::Graph: tasks, units and typed edges (the edges in an EdgeStore, graph/edge_store.hpp).
+#include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/depth_first_search.hpp>
 
 #include <fmt/format.h>
@@ -234,20 +235,23 @@ std::vector<TaskId> kahn_order(const EdgeTable& table, const std::vector<TaskId>
 std::shared_ptr<const EdgeTable> Graph::edge_table() const {
   std::lock_guard lock(storage_->table_mutex);
   if (storage_->table) return storage_->table;
-  const auto& g = structure().adjacency;
+  const EdgeStore& edges = structure().edges;
   auto table = std::make_shared<EdgeTable>();
   const auto n = num_tasks();
   table->first.assign(n + 1, 0);
   table->in_degree.assign(n, 0);
-  table->target.reserve(boost::num_edges(g));
+  table->target.reserve(edges.num_edges());
+  table->delay_ns.reserve(edges.num_edges());
+  table->start_to_start.reserve(edges.num_edges());
   for (TaskId v = 0; v < n; ++v) {
-    for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
-      const auto w = static_cast<TaskId>(boost::target(e, g));
+    edges.each_out(v, [&](EdgeId e) {
+      const TaskId w = edges.target(e);
       table->target.push_back(w);
-      table->delay_ns.push_back(g[e].delay_ns);
-      table->start_to_start.push_back(g[e].timing == Timing::start_to_start ? 1 : 0);
+      table->delay_ns.push_back(edges.edge(e).delay_ns);
+      table->start_to_start.push_back(edges.edge(e).timing == Timing::start_to_start ? 1 : 0);
       ++table->in_degree[w];
-    }
+      return true;
+    });
     table->first[v + 1] = static_cast<std::uint32_t>(table->target.size());
   }
   const auto unusable = std::find_if(table->delay_ns.begin(), table->delay_ns.end(),
@@ -287,7 +291,7 @@ UnitId Graph::add_unit(Unit unit) {
 TaskId Graph::add_task(Task task) {
   if (task.unit >= units_.size()) throw Error(fmt::format("add_task: unknown unit {}", task.unit));
   if (tasks_.size() >= kMaxGraphTasks) throw Error(fmt::format("add_task: a graph holds at most {} tasks", kMaxGraphTasks));
-  const auto id = static_cast<TaskId>(boost::add_vertex(structure().adjacency));
+  const TaskId id = structure().edges.add_vertex();
   tasks_.push_back(task);
   if (TaskColumns* columns = task_columns_for_change()) columns->append(task);
   TopologicalRanks& ranks = storage_->ranks;  // unshared by structure() above
@@ -301,7 +305,7 @@ void Graph::add_edge(TaskId from, TaskId to, Edge edge) {
   if (from == to) throw Error(fmt::format("add_edge: task {} '{}' cannot depend on itself", from, name(from)));
   for (TaskId t : {from, to})
     if (task(t).removed) throw Error(fmt::format("add_edge: task {} '{}' was removed", t, name(t)));
-  boost::add_edge(from, to, edge, structure().adjacency);
+  structure().edges.add(from, to, edge);
   storage_->ranks.valid = false;
 }
 
@@ -313,7 +317,7 @@ std::uint32_t Graph::intern(std::string_view text) {
   return id;
 }
 
-std::size_t Graph::num_edges() const { return boost::num_edges(structure().adjacency); }
+std::size_t Graph::num_edges() const { return structure().edges.num_edges(); }
 
 
 void Graph::set_duration(TaskId id, TimeNs duration_ns) {
@@ -336,58 +340,66 @@ void Graph::set_blocking(TaskId id, bool blocking) { tasks_.at(id).blocking = bl
 
 std::vector<Graph::Neighbor> Graph::successors(TaskId id) const {
   std::vector<Neighbor> out;
-  const auto& g = structure().adjacency;
-  for (auto e : boost::make_iterator_range(boost::out_edges(id, g)))
-    out.push_back({static_cast<TaskId>(boost::target(e, g)), g[e]});
+  const EdgeStore& edges = structure().edges;
+  out.reserve(edges.out_degree(id));
+  edges.each_out(id, [&](EdgeId e) {
+    out.push_back({edges.target(e), edges.edge(e)});
+    return true;
+  });
   return out;
 }
 
 std::vector<Graph::Neighbor> Graph::predecessors(TaskId id) const {
   std::vector<Neighbor> out;
-  const auto& g = structure().adjacency;
-  for (auto e : boost::make_iterator_range(boost::in_edges(id, g)))
-    out.push_back({static_cast<TaskId>(boost::source(e, g)), g[e]});
+  const EdgeStore& edges = structure().edges;
+  out.reserve(edges.in_degree(id));
+  edges.each_in(id, [&](EdgeId e) {
+    out.push_back({edges.source(e), edges.edge(e)});
+    return true;
+  });
   return out;
 }
 
 bool Graph::visit_successors(TaskId id, NeighborVisitor visit) const {
-  const auto& g = structure().adjacency;
-  for (auto e : boost::make_iterator_range(boost::out_edges(id, g)))
-    if (!visit(static_cast<TaskId>(boost::target(e, g)), g[e])) return false;
-  return true;
+  const EdgeStore& edges = structure().edges;
+  return edges.each_out(id, [&](EdgeId e) { return visit(edges.target(e), edges.edge(e)); });
 }
 
 bool Graph::visit_predecessors(TaskId id, NeighborVisitor visit) const {
-  const auto& g = structure().adjacency;
-  for (auto e : boost::make_iterator_range(boost::in_edges(id, g)))
-    if (!visit(static_cast<TaskId>(boost::source(e, g)), g[e])) return false;
-  return true;
+  const EdgeStore& edges = structure().edges;
+  return edges.each_in(id, [&](EdgeId e) { return visit(edges.source(e), edges.edge(e)); });
 }
 
 Edge& Graph::edge(TaskId from, TaskId to) {
-  auto& g = structure().adjacency;
-  auto [e, found] = boost::edge(from, to, g);
-  if (!found) throw Error(fmt::format("no edge {} -> {}", from, to));
-  return g[e];
+  EdgeStore& edges = structure().edges;
+  const EdgeId e = from < num_tasks() && to < num_tasks() ? edges.find(from, to) : kNoEdge;
+  if (e == kNoEdge) throw Error(fmt::format("no edge {} -> {}", from, to));
+  return edges.edge(e);
 }
 
-std::size_t Graph::in_degree(TaskId id) const { return boost::in_degree(id, structure().adjacency); }
-std::size_t Graph::out_degree(TaskId id) const { return boost::out_degree(id, structure().adjacency); }
+std::size_t Graph::in_degree(TaskId id) const { return structure().edges.in_degree(id); }
+std::size_t Graph::out_degree(TaskId id) const { return structure().edges.out_degree(id); }
 
 std::vector<Graph::EdgeRecord> Graph::edges() const {
   std::vector<EdgeRecord> out;
   out.reserve(num_edges());
-  const auto& g = structure().adjacency;
+  const EdgeStore& edges = structure().edges;
   for (TaskId v = 0; v < num_tasks(); ++v)
-    for (auto e : boost::make_iterator_range(boost::out_edges(v, g)))
-      out.push_back({v, static_cast<TaskId>(boost::target(e, g)), g[e]});
+    edges.each_out(v, [&](EdgeId e) {
+      out.push_back({v, edges.target(e), edges.edge(e)});
+      return true;
+    });
   return out;
 }
 
 std::array<std::int64_t, kEdgeTypeCount> Graph::edge_counts() const {
   std::array<std::int64_t, kEdgeTypeCount> counts{};
-  const auto& g = structure().adjacency;
-  for (auto e : boost::make_iterator_range(boost::edges(g))) ++counts[static_cast<std::size_t>(g[e].type)];
+  const EdgeStore& edges = structure().edges;
+  for (TaskId v = 0; v < num_tasks(); ++v)
+    edges.each_out(v, [&](EdgeId e) {
+      ++counts[static_cast<std::size_t>(edges.edge(e).type)];
+      return true;
+    });
   return counts;
 }
 
@@ -399,6 +411,18 @@ std::array<std::int64_t, kTaskKindCount> Graph::task_counts() const {
 }
 
 namespace {
+
+/// The live edges as a Boost.Graph adjacency list (each task's out-edges in order), for the
+/// algorithms Boost.Graph has and daydream needs rarely.
+boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS> boost_view(const Graph& graph) {
+  boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS> view(graph.num_tasks());
+  for (TaskId v = 0; v < graph.num_tasks(); ++v)
+    graph.visit_successors(v, [&](TaskId w, const Edge&) {
+      boost::add_edge(v, w, view);
+      return true;
+    });
+  return view;
+}
 
 // Records DFS tree parents and stops at the first back edge (u -> v closes a cycle).
 struct CycleFinder : boost::default_dfs_visitor {
@@ -423,7 +447,7 @@ std::vector<TaskId> Graph::find_cycle() const {
     CycleFinder finder;
     finder.parent = &parent;
     finder.found_edge = &back;
-    boost::depth_first_search(structure().adjacency, boost::visitor(finder));
+    boost::depth_first_search(boost_view(*this), boost::visitor(finder));
     return {};
   } catch (const CycleFinder::Found&) {
   }

@@ -1,10 +1,7 @@
 #pragma once
-// The Boost.Graph structure behind daydream::Graph: a bidirectional adjacency list whose edge
-// bundle is the public Edge record. Task records live beside it in Graph (a plain vector), so
-// copies of a graph can share this structure until one of them changes it. vecS keeps vertex ids
-// dense and edge order deterministic (insertion order).
-
-#include <boost/graph/adjacency_list.hpp>
+// The structure behind daydream::Graph: its edges (EdgeStore: flat rows in insertion order),
+// topological ranks and the simulator's edge table. Task records live beside it in Graph, so
+// copies of a graph share this structure until one of them changes it.
 
 #include <cstdint>
 #include <memory>
@@ -12,6 +9,7 @@
 #include <vector>
 
 #include "daydream/graph.hpp"
+#include "graph/edge_store.hpp"
 
 namespace daydream {
 
@@ -65,10 +63,10 @@ constexpr bool usable_times(TimeNs duration_ns, TimeNs release_ns) {
 /// would otherwise copy out of the task records every time). Graph keeps them in step with its
 /// mutators; copies share them until one changes a field.
 struct TaskColumns {
-  std::vector<TimeNs> duration_ns;
-  std::vector<TimeNs> release_ns;
-  std::vector<UnitId> unit;
-  std::vector<std::uint8_t> removed;
+  RoomyVector<TimeNs> duration_ns;
+  RoomyVector<TimeNs> release_ns;
+  RoomyVector<UnitId> unit;
+  RoomyVector<std::uint8_t> removed;
   std::size_t held_by_occupancy = 0;  ///< live tasks with a Task::sm_held_by
   std::size_t held_by_lock = 0;       ///< live tasks with a Task::lock_held_by
   std::size_t unusable = 0;           ///< tasks, removed ones too, whose times are not usable_times()
@@ -97,21 +95,20 @@ struct TaskColumns {
 /// that a new edge closes no cycle (lib/transform/edit.cpp). A function of the structure: copies
 /// that share the structure share it, and it is copied with it.
 struct TopologicalRanks {
-  std::vector<double> rank;
+  RoomyVector<double> rank;
   double next = 0;  ///< above every rank: where a task added at the end goes
   bool valid = false;
 };
 
 struct GraphStorage {
-  using Adjacency = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property, Edge>;
-  Adjacency adjacency;
+  EdgeStore edges;
   TopologicalRanks ranks;
   /// Cache of Graph::edge_table(); dropped whenever the structure is handed out for changes.
   std::mutex table_mutex;
   std::shared_ptr<const EdgeTable> table;
 
   GraphStorage() = default;
-  GraphStorage(const GraphStorage& other) : adjacency(other.adjacency), ranks(other.ranks) {}
+  GraphStorage(const GraphStorage& other) : edges(other.edges), ranks(other.ranks) {}
 };
 
 }  // namespace daydream

@@ -30,6 +30,11 @@ EdgeType bridged_type(EdgeType in, EdgeType out) {
   return is_sequential(in) ? out : in;
 }
 
+// The edge that replaces pred -> removed -> succ: the removed task takes no time.
+Edge bridge(const Edge& in, const Edge& out) {
+  return {bridged_type(in.type, out.type), in.timing, in.delay_ns + out.delay_ns, in.inferred || out.inferred};
+}
+
 }  // namespace
 
 EdgeType infer_edge_type(const Graph& g, TaskId from, TaskId to) {
@@ -86,7 +91,7 @@ std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, cons
     if (order[s] <= limit && parent.emplace(s, kNoTask).second) stack.push_back(s);
   if (stack.empty()) return {};
   const std::unordered_set<TaskId> target(targets.begin(), targets.end());
-  const auto& g = structure().adjacency;
+  const EdgeStore& edges = structure().edges;
   while (!stack.empty()) {
     const TaskId v = stack.back();
     stack.pop_back();
@@ -96,10 +101,11 @@ std::vector<TaskId> Graph::path_between(const std::vector<TaskId>& sources, cons
       std::reverse(path.begin(), path.end());
       return path;
     }
-    for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
-      const auto w = static_cast<TaskId>(boost::target(e, g));
+    edges.each_out(v, [&](EdgeId e) {
+      const TaskId w = edges.target(e);
       if (order[w] <= limit && parent.emplace(w, v).second) stack.push_back(w);
-    }
+      return true;
+    });
   }
   if (reached)
     for (const auto& visited : parent) reached->push_back(visited.first);
@@ -124,7 +130,7 @@ void Graph::connect(TaskId from, TaskId to, Edge edge) {
     const auto path = path_between({to}, {from}, &after);
     if (!path.empty()) refuse_cycle("connect", path, describe(*this, to));
   }
-  boost::add_edge(from, to, edge, structure().adjacency);
+  structure().edges.add(from, to, edge);
   if (!ordered && !reorder_ranks(from, to, std::move(after))) storage_->ranks.valid = false;
 }
 
@@ -136,17 +142,17 @@ void sort_by_rank(std::vector<TaskId>& tasks, const std::vector<double>& rank) {
 }
 
 /// The tasks that reach `end` through tasks ranked at least `lower`, `end` included.
-std::vector<TaskId> reaching(const GraphStorage::Adjacency& g, const std::vector<double>& rank, TaskId end,
-                             double lower) {
+std::vector<TaskId> reaching(const EdgeStore& edges, const std::vector<double>& rank, TaskId end, double lower) {
   std::vector<TaskId> found{end}, stack{end};
   std::unordered_set<TaskId> seen{end};
   while (!stack.empty()) {
     const TaskId v = stack.back();
     stack.pop_back();
-    for (auto e : boost::make_iterator_range(boost::in_edges(v, g))) {
-      const auto w = static_cast<TaskId>(boost::source(e, g));
+    edges.each_in(v, [&](EdgeId e) {
+      const TaskId w = edges.source(e);
       if (rank[w] >= lower && seen.insert(w).second) found.push_back(w), stack.push_back(w);
-    }
+      return true;
+    });
   }
   return found;
 }
@@ -163,7 +169,7 @@ std::vector<TaskId> reaching(const GraphStorage::Adjacency& g, const std::vector
 bool Graph::reorder_ranks(TaskId from, TaskId to, std::vector<TaskId> after) {
   GraphStorage& storage = structure();
   std::vector<double>& ranks = storage.ranks.rank;
-  auto before = reaching(storage.adjacency, ranks, from, ranks[to]);
+  auto before = reaching(storage.edges, ranks, from, ranks[to]);
   sort_by_rank(before, ranks);
   sort_by_rank(after, ranks);
   std::vector<double> values;
@@ -181,26 +187,15 @@ bool Graph::reorder_ranks(TaskId from, TaskId to, std::vector<TaskId> after) {
 void Graph::disconnect(TaskId from, TaskId to) {
   check_live(from, "disconnect");
   check_live(to, "disconnect");
-  auto& g = structure().adjacency;
-  if (!boost::edge(from, to, g).second)
+  EdgeStore& edges = structure().edges;
+  if (edges.find(from, to) == kNoEdge)
     throw Error(fmt::format("disconnect: no edge from {} to {}", describe(*this, from), describe(*this, to)));
-  boost::remove_edge(from, to, g);  // fewer edges: every rank stays valid
+  edges.remove_all(from, to);  // fewer edges: every rank stays valid
 }
 
 void Graph::remove(TaskId id) {
   check_live(id, "remove");
-  const auto preds = predecessors(id);
-  const auto succs = successors(id);
-  auto& g = structure().adjacency;
-  boost::clear_vertex(id, g);
-  for (const auto& p : preds) {
-    for (const auto& s : succs) {
-      if (p.task == s.task) continue;
-      Edge bridge{bridged_type(p.edge.type, s.edge.type), p.edge.timing, p.edge.delay_ns + s.edge.delay_ns,
-                  p.edge.inferred || s.edge.inferred};
-      boost::add_edge(p.task, s.task, bridge, g);  // keeps every rank valid
-    }
-  }
+  structure().edges.bypass_vertex(id, bridge);  // keeps every rank valid
   tasks_[id].removed = true;
   ++removed_count_;
   if (TaskColumns* columns = task_columns_for_change()) {
@@ -239,25 +234,25 @@ TaskId Graph::insert(const NewTask& spec) {
 }
 
 void Graph::link_inserted(TaskId id, const NewTask& spec) {
-  auto& g = structure().adjacency;
+  EdgeStore& edges = structure().edges;
   TimeNs after_delay = spec.after_delay_ns;
   // Inserting into a chain on one unit: a -> b becomes a -> new -> b (a's gap goes first).
   if (spec.after.size() == 1 && spec.before.size() == 1) {
     const TaskId a = spec.after[0], b = spec.before[0];
-    auto [e, found] = boost::edge(a, b, g);
-    if (found && is_sequential(g[e].type) && task(a).unit == spec.unit && task(b).unit == spec.unit) {
-      after_delay = std::max(after_delay, g[e].delay_ns);
-      boost::remove_edge(e, g);
+    const EdgeId e = edges.find(a, b);
+    if (e != kNoEdge && is_sequential(edges.edge(e).type) && task(a).unit == spec.unit && task(b).unit == spec.unit) {
+      after_delay = std::max(after_delay, edges.edge(e).delay_ns);
+      edges.remove(e);
     }
   }
   TopologicalRanks& ranks = storage_->ranks;
   double low = -1, high = ranks.next;
   for (TaskId a : spec.after) {
-    boost::add_edge(a, id, Edge{spec.after_type.value_or(infer_edge_type(*this, a, id)), Timing::finish_to_start, after_delay, false}, g);
+    edges.add(a, id, Edge{spec.after_type.value_or(infer_edge_type(*this, a, id)), Timing::finish_to_start, after_delay, false});
     low = std::max(low, ranks.rank[a]);
   }
   for (TaskId b : spec.before) {
-    boost::add_edge(id, b, Edge{spec.before_type.value_or(infer_edge_type(*this, id, b)), Timing::finish_to_start, spec.before_delay_ns, false}, g);
+    edges.add(id, b, Edge{spec.before_type.value_or(infer_edge_type(*this, id, b)), Timing::finish_to_start, spec.before_delay_ns, false});
     high = std::min(high, ranks.rank[b]);
   }
   // Without tasks to precede, the new one ranks just above those it follows (recomputed ranks

@@ -1,0 +1,102 @@
+#pragma once
+// The edges of a Graph: a pool of edge records plus, per task, its out- and in-edges as rows of
+// edge ids in one flat arena each. Flat so that copying a graph's structure (every what-if that
+// inserts or removes a task does) is a handful of memcpy's, not an allocation per task and edge;
+// removal leaves a tombstone, so that removing a task whose neighbour has thousands of edges
+// (the launch calls of a whole step, bridged one after another onto one task) costs the removed
+// task's edges, not the neighbour's.
+//
+// Order is what Boost's bidirectional vecS adjacency list gave, which every result depends on:
+// a task's out-edges (and in-edges) in the order they were added; removing edges keeps the order
+// of the others.
+
+#include <cstdint>
+#include <vector>
+
+#include "daydream/graph.hpp"
+
+namespace daydream {
+
+using EdgeId = std::uint32_t;
+inline constexpr EdgeId kNoEdge = 0xffffffffu;
+
+class EdgeStore {
+ public:
+  TaskId add_vertex();
+  std::size_t num_vertices() const { return out_.rows.size(); }
+  std::size_t num_edges() const { return records_.size() - dead_; }
+
+  /// Appends an edge to `from`'s out-edges and `to`'s in-edges. Throws Error past 2^32 edges.
+  EdgeId add(TaskId from, TaskId to, const Edge& edge);
+  /// Removes one edge (live).
+  void remove(EdgeId id);
+  /// Removes every edge from -> to.
+  void remove_all(TaskId from, TaskId to);
+  /// Removes every edge of `v`.
+  void clear_vertex(TaskId v);
+  /// Removes every edge of `v` and joins each of its predecessors p to each of its successors s
+  /// (p != s) by an edge bridge(p -> v, v -> s), in the order of v's in-edges, then out-edges.
+  void bypass_vertex(TaskId v, Edge (*bridge)(const Edge& in, const Edge& out));
+  /// The first of `from`'s out-edges that ends at `to`, or kNoEdge.
+  EdgeId find(TaskId from, TaskId to) const;
+
+  TaskId source(EdgeId id) const { return records_[id].from; }
+  TaskId target(EdgeId id) const { return records_[id].to; }
+  const Edge& edge(EdgeId id) const { return records_[id].edge; }
+  Edge& edge(EdgeId id) { return records_[id].edge; }
+
+  std::size_t out_degree(TaskId v) const { return out_.rows[v].live; }
+  std::size_t in_degree(TaskId v) const { return in_.rows[v].live; }
+
+  /// Calls f(EdgeId) for each live out-edge (in-edge) of v in order until f returns false;
+  /// false when f stopped the walk.
+  template <class F>
+  bool each_out(TaskId v, F&& f) const {
+    return each_live(out_, v, f);
+  }
+  template <class F>
+  bool each_in(TaskId v, F&& f) const {
+    return each_live(in_, v, f);
+  }
+
+ private:
+  struct Record {
+    TaskId from;  // kNoTask: removed (a tombstone until the pool is compacted)
+    TaskId to;
+    Edge edge;
+  };
+  /// Per task, a row of edge ids in `slots`; a row that outgrows its room moves to the end.
+  struct Rows {
+    struct Row {
+      std::uint32_t begin = 0, size = 0, capacity = 0;
+      std::uint32_t live = 0;  ///< ids in the row whose edge is live
+    };
+    RoomyVector<Row> rows;
+    RoomyVector<EdgeId> slots;
+    std::size_t unused = 0;  ///< slots no row holds any more (left behind by moves)
+
+    void push(TaskId v, EdgeId id);
+  };
+
+  template <class F>
+  bool each_live(const Rows& rows, TaskId v, F& f) const {
+    const auto& row = rows.rows[v];
+    const EdgeId* ids = rows.slots.data() + row.begin;
+    for (std::uint32_t i = 0; i < row.size; ++i)
+      if (records_[ids[i]].from != kNoTask && !f(ids[i])) return false;
+    return true;
+  }
+  bool dead(EdgeId id) const { return records_[id].from == kNoTask; }
+  void drop_from_row(Rows& rows, TaskId v);
+  void compact_row(Rows& rows, TaskId v);
+  void compact_arena(Rows& rows);
+  void compact_pool();
+
+  RoomyVector<Record> records_;
+  std::size_t dead_ = 0;
+  Rows out_, in_;
+  std::vector<EdgeId> scratch_ids_;          // clear_vertex's, kept to save an allocation per call
+  std::vector<Record> scratch_in_, scratch_out_;  // bypass_vertex's
+};
+
+}  // namespace daydream

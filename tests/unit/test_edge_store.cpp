@@ -1,0 +1,132 @@
+// EdgeStore (lib/graph/edge_store.hpp) against the simplest model of what it must give: every
+// edge ever added, in order, with a removed flag. A task's out-edges (in-edges) are then the live
+// ones leaving (reaching) it in the order they were added: the order Boost's adjacency list gave,
+// which every simulation and report of daydream depends on (edge order decides ties).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "graph/edge_store.hpp"
+
+using namespace daydream;
+
+namespace {
+
+struct ModelEdge {
+  TaskId from, to;
+  TimeNs delay;
+  bool live;
+};
+
+std::vector<std::pair<TaskId, TimeNs>> model_row(const std::vector<ModelEdge>& model, TaskId v, bool out) {
+  std::vector<std::pair<TaskId, TimeNs>> row;
+  for (const ModelEdge& e : model)
+    if (e.live && (out ? e.from : e.to) == v) row.emplace_back(out ? e.to : e.from, e.delay);
+  return row;
+}
+
+std::vector<std::pair<TaskId, TimeNs>> store_row(const EdgeStore& store, TaskId v, bool out) {
+  std::vector<std::pair<TaskId, TimeNs>> row;
+  const auto take = [&](EdgeId id) {
+    row.emplace_back(out ? store.target(id) : store.source(id), store.edge(id).delay_ns);
+    return true;
+  };
+  out ? store.each_out(v, take) : store.each_in(v, take);
+  return row;
+}
+
+Edge with_delay(TimeNs delay) { return {EdgeType::cpu_sequential, Timing::finish_to_start, delay, false}; }
+
+Edge sum_of_delays(const Edge& in, const Edge& out) { return with_delay(in.delay_ns + out.delay_ns); }
+
+}  // namespace
+
+TEST_CASE("edge store: rows keep insertion order through removals, bypasses and compactions", "[edge_store]") {
+  constexpr TaskId kTasks = 40;
+  std::mt19937 rng(7);
+  EdgeStore store;
+  std::vector<ModelEdge> model;
+  for (TaskId v = 0; v < kTasks; ++v) REQUIRE(store.add_vertex() == v);
+  auto pick = [&](TaskId n) { return static_cast<TaskId>(rng() % n); };
+  TimeNs next_delay = 1;
+  std::size_t bypasses = 0, clears = 0, removals = 0, killed = 0;  // killed: edges removed in all
+  for (int step = 0; step < 30'000; ++step) {
+    const auto op = static_cast<unsigned>(rng() % 10);
+    const TaskId a = pick(kTasks), b = pick(kTasks);
+    if (op < 5 && a != b) {  // add
+      store.add(a, b, with_delay(next_delay));
+      model.push_back({a, b, next_delay++, true});
+    } else if (op < 8 && !model.empty()) {  // remove the first a -> b of an edge of the model
+      const ModelEdge& chosen = model[rng() % model.size()];
+      if (!chosen.live) continue;
+      const TaskId from = chosen.from, to = chosen.to;
+      const EdgeId id = store.find(from, to);
+      auto it = std::find_if(model.begin(), model.end(), [&](const ModelEdge& e) { return e.live && e.from == from && e.to == to; });
+      REQUIRE((id == kNoEdge) == (it == model.end()));
+      if (id != kNoEdge) {
+        CHECK(store.edge(id).delay_ns == it->delay);
+        store.remove(id), it->live = false, ++removals;
+      }
+    } else if (op == 8) {  // remove every a -> b
+      store.remove_all(a, b);
+      for (ModelEdge& e : model)
+        if (e.from == a && e.to == b) e.live = false;
+    } else {  // bypass a (predecessors x successors), or clear it where that would add many edges
+      const auto in = model_row(model, a, false), out = model_row(model, a, true);
+      for (ModelEdge& e : model)
+        if (e.from == a || e.to == a) e.live = false;
+      if (in.size() * out.size() > 16) {
+        store.clear_vertex(a), ++clears;
+      } else {
+        for (const auto& [p, din] : in)
+          for (const auto& [s, dout] : out)
+            if (p != s) model.push_back({p, s, din + dout, true});
+        store.bypass_vertex(a, sum_of_delays), ++bypasses;
+      }
+    }
+    if (step % 499 == 0 || step == 29'999) {
+      for (const ModelEdge& e : model) killed += !e.live;
+      model.erase(std::remove_if(model.begin(), model.end(), [](const ModelEdge& e) { return !e.live; }), model.end());
+      REQUIRE(store.num_edges() == model.size());
+      for (TaskId v = 0; v < kTasks; ++v) {
+        REQUIRE(store_row(store, v, true) == model_row(model, v, true));
+        REQUIRE(store_row(store, v, false) == model_row(model, v, false));
+        REQUIRE(store.out_degree(v) == model_row(model, v, true).size());
+        REQUIRE(store.in_degree(v) == model_row(model, v, false).size());
+      }
+    }
+  }
+  CHECK(bypasses > 1000);
+  CHECK(clears > 100);
+  CHECK(removals > 3000);
+  CHECK(killed > 4 * 4096);  // the pool was compacted (more than 4,096 tombstones, over half of it)
+  // A copy is independent of the original.
+  EdgeStore copy = store;
+  copy.clear_vertex(0);
+  CHECK(store_row(store, 0, true) == model_row(model, 0, true));
+  CHECK(copy.out_degree(0) == 0);
+}
+
+TEST_CASE("edge store: removing a chain bridged onto one task costs its own edges", "[edge_store]") {
+  // p -> c1 -> c2 -> ... -> cn, each ci -> ki: bypassing c1..cn in order leaves p -> k1..kn, cn's
+  // successor last (the pattern of a step's launch calls removed one after another).
+  EdgeStore store;
+  constexpr TaskId n = 20'000;
+  const TaskId p = store.add_vertex();
+  std::vector<TaskId> calls, kernels;
+  for (TaskId i = 0; i < n; ++i) calls.push_back(store.add_vertex()), kernels.push_back(store.add_vertex());
+  const TaskId end = store.add_vertex();
+  store.add(p, calls[0], with_delay(1));
+  for (TaskId i = 0; i < n; ++i) {
+    store.add(calls[i], kernels[i], with_delay(0));
+    store.add(calls[i], i + 1 < n ? calls[i + 1] : end, with_delay(1));
+  }
+  for (TaskId c : calls) store.bypass_vertex(c, sum_of_delays);
+  const auto row = store_row(store, p, true);
+  REQUIRE(row.size() == n + 1);
+  for (TaskId i = 0; i < n; ++i) REQUIRE(row[i] == std::pair(kernels[i], TimeNs(i + 1)));
+  CHECK(row.back() == std::pair(end, TimeNs(n + 1)));
+  CHECK(store.num_edges() == n + 1);
+}
