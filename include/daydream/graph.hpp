@@ -252,21 +252,24 @@ struct JobLayout;     // job.hpp
 
 struct EdgeTable;     // the engine's flat copy of the edges, private to lib/graph and lib/simulate
 
-/// A non-owning reference to a callable `bool(TaskId neighbor, const Edge& edge)`: what the
-/// graph's visitors take, so that a walk never allocates (a lambda's captures stay where they are).
-class NeighborVisitor {
+/// A non-owning reference to a callable `bool(TaskId neighbor, EdgeRef edge)`: what the graph's
+/// visitors take, so that a walk never allocates (a lambda's captures stay where they are).
+template <class EdgeRef>
+class BasicNeighborVisitor {
  public:
-  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, NeighborVisitor>>>
-  NeighborVisitor(F&& f)  // NOLINT(google-explicit-constructor): lambdas convert implicitly
-      : object_(const_cast<void*>(static_cast<const void*>(&f))), call_([](void* o, TaskId t, const Edge& e) {
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, BasicNeighborVisitor>>>
+  BasicNeighborVisitor(F&& f)  // NOLINT(google-explicit-constructor): lambdas convert implicitly
+      : object_(const_cast<void*>(static_cast<const void*>(&f))), call_([](void* o, TaskId t, EdgeRef e) {
           return static_cast<bool>((*static_cast<std::remove_reference_t<F>*>(o))(t, e));
         }) {}
-  bool operator()(TaskId task, const Edge& edge) const { return call_(object_, task, edge); }
+  bool operator()(TaskId task, EdgeRef edge) const { return call_(object_, task, edge); }
 
  private:
   void* object_;
-  bool (*call_)(void*, TaskId, const Edge&);
+  bool (*call_)(void*, TaskId, EdgeRef);
 };
+using NeighborVisitor = BasicNeighborVisitor<const Edge&>;
+using EdgeUpdater = BasicNeighborVisitor<Edge&>;  ///< may change the edges it visits
 
 /// A value computed from a graph on demand and shared by its copies: the first reader builds it
 /// (thread-safe); a change of the graph updates or drops it through slot().
@@ -402,6 +405,8 @@ class Graph {
   bool visit_predecessors(TaskId id, NeighborVisitor visit) const;
   /// The first edge from -> to; throws Error when there is none.
   Edge& edge(TaskId from, TaskId to);
+  /// visit_successors with the edges to change in place (their type, timing, delay).
+  bool update_successors(TaskId id, EdgeUpdater visit);
   std::size_t in_degree(TaskId id) const;
   std::size_t out_degree(TaskId id) const;
   struct EdgeRecord {

@@ -43,15 +43,21 @@ void EdgeStore::Rows::push(TaskId v, EdgeId id) {
 }
 
 EdgeId EdgeStore::add(TaskId from, TaskId to, const Edge& edge) {
-  if (dead_ > kPoolSlack && dead_ * 2 > records_.size()) compact_pool();
+  if (dead_ > kPoolSlack && dead_ > 2 * num_edges()) compact_pool();
   for (Rows* rows : {&out_, &in_})
     if (rows->unused > kPoolSlack && rows->unused * 2 > rows->slots.size()) compact_arena(*rows);
   if (records_.size() + 1 >= kNoEdge) throw Error("a graph holds at most 2^32 - 2 edges");
   const auto id = static_cast<EdgeId>(records_.size());
   records_.push_back({from, to, edge});
-  out_.push(from, id);
-  in_.push(to, id);
+  push(out_, from, id);
+  push(in_, to, id);
   return id;
+}
+
+void EdgeStore::push(Rows& rows, TaskId v, EdgeId id) {
+  const Rows::Row& row = rows.rows[v];
+  if (row.size == row.capacity && row.live < row.size) compact_row(rows, v);
+  rows.push(v, id);
 }
 
 void EdgeStore::drop_from_row(Rows& rows, TaskId v) {

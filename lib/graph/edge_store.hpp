@@ -77,6 +77,9 @@ class EdgeStore {
 
     void push(TaskId v, EdgeId id);
   };
+  /// Rows::push, first compacting a full row that holds dead ids (often the edge a removal just
+  /// took away from the task its bridge now reaches) rather than moving it.
+  void push(Rows& rows, TaskId v, EdgeId id);
 
   template <class F>
   bool each_live(const Rows& rows, TaskId v, F& f) const {

@@ -365,6 +365,11 @@ bool Graph::visit_successors(TaskId id, NeighborVisitor visit) const {
   return edges.each_out(id, [&](EdgeId e) { return visit(edges.target(e), edges.edge(e)); });
 }
 
+bool Graph::update_successors(TaskId id, EdgeUpdater visit) {
+  EdgeStore& edges = structure().edges;
+  return edges.each_out(id, [&](EdgeId e) { return visit(edges.target(e), edges.edge(e)); });
+}
+
 bool Graph::visit_predecessors(TaskId id, NeighborVisitor visit) const {
   const EdgeStore& edges = structure().edges;
   return edges.each_in(id, [&](EdgeId e) { return visit(edges.source(e), edges.edge(e)); });

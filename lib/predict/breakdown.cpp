@@ -1,6 +1,8 @@
 // The critical path broken down by what its time was spent on, and by layer.
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <vector>
 
 #include "common/text.hpp"
 #include "daydream/predict.hpp"
@@ -27,15 +29,26 @@ bool waits_for_gpu(std::string_view call) {
   return text::contains(call, "Synchronize") || text::contains(call, "(wait)") || text::contains(call, "EventQuery");
 }
 
-}  // namespace
-
-PathCategory path_category(const Graph& graph, TaskId task) {
+/// path_category, reading each call name's text once (a path visits the same few names
+/// thousands of times): per name id, 0 unknown, 1 waits for the GPU, 2 does not.
+PathCategory category_of(const Graph& graph, TaskId task, std::vector<std::uint8_t>& waits_by_name) {
   const Task& t = graph.task(task);
   if (t.kind == TaskKind::communication) return PathCategory::communication;
   if (is_gpu(t.kind)) return PathCategory::compute;
   if (t.phase == Phase::data_loading) return PathCategory::data_loading;
   if (t.kind == TaskKind::cpu) return PathCategory::cpu;
-  return t.blocking || waits_for_gpu(graph.name(task)) ? PathCategory::synchronization : PathCategory::launch_overhead;
+  if (t.blocking) return PathCategory::synchronization;
+  if (t.name >= waits_by_name.size()) waits_by_name.resize(t.name + 1, 0);
+  std::uint8_t& waits = waits_by_name[t.name];
+  if (waits == 0) waits = waits_for_gpu(graph.name(task)) ? 1 : 2;
+  return waits == 1 ? PathCategory::synchronization : PathCategory::launch_overhead;
+}
+
+}  // namespace
+
+PathCategory path_category(const Graph& graph, TaskId task) {
+  std::vector<std::uint8_t> waits_by_name;
+  return category_of(graph, task, waits_by_name);
 }
 
 PathCategory PathBreakdown::dominant() const {
@@ -44,16 +57,21 @@ PathCategory PathBreakdown::dominant() const {
 
 PathBreakdown break_down_critical_path(const Graph& graph, const SimulationResult& result, TimeNs from_ns, TimeNs to_ns) {
   PathBreakdown out;
-  std::map<std::string_view, TimeNs> by_layer;
+  std::vector<std::optional<TimeNs>> by_layer_id;  // by the layer's string id; named only at the end
+  std::vector<std::uint8_t> waits_by_name;
   detail::walk_critical_path(
       result, from_ns, to_ns,
       [&](TaskId t, TimeNs covered) {
-        out.by_category_ns[static_cast<std::size_t>(path_category(graph, t))] += covered;
+        out.by_category_ns[static_cast<std::size_t>(category_of(graph, t, waits_by_name))] += covered;
         const std::uint32_t layer = graph.task(t).layer;
-        by_layer[layer == 0 ? std::string_view("(no layer)") : graph.string(layer)] += covered;
+        if (layer >= by_layer_id.size()) by_layer_id.resize(layer + 1);
+        by_layer_id[layer] = by_layer_id[layer].value_or(0) + covered;
       },
       [&](TimeNs gap) { out.by_category_ns[static_cast<std::size_t>(PathCategory::latency)] += gap; });
   for (TimeNs ns : out.by_category_ns) out.length_ns += ns;
+  std::map<std::string_view, TimeNs> by_layer;
+  for (std::uint32_t layer = 0; layer < by_layer_id.size(); ++layer)
+    if (by_layer_id[layer]) by_layer[layer == 0 ? std::string_view("(no layer)") : graph.string(layer)] += *by_layer_id[layer];
   out.by_layer_ns.assign(by_layer.begin(), by_layer.end());
   std::stable_sort(out.by_layer_ns.begin(), out.by_layer_ns.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   return out;

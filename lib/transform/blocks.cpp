@@ -43,8 +43,10 @@ void take_over_edges(Graph& graph, const CrossingEdges& crossing, const std::map
 // Every edge between two tasks of the mask loses its delay.
 void zero_delays_within(Graph& graph, const std::vector<TaskId>& tasks, const std::vector<char>& mask) {
   for (TaskId t : tasks)
-    for (const auto& s : graph.successors(t))
-      if (mask[s.task]) graph.edge(t, s.task).delay_ns = 0;
+    graph.update_successors(t, [&](TaskId s, Edge& e) {
+      if (mask[s]) e.delay_ns = 0;
+      return true;
+    });
 }
 
 }  // namespace
