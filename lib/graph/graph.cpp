@@ -446,6 +446,9 @@ struct CycleFinder : boost::default_dfs_visitor {
 }  // namespace
 
 std::vector<TaskId> Graph::find_cycle() const {
+  // Kahn's order (the edge table's, which the simulator then reuses) proves most graphs acyclic
+  // in one pass; only a graph with a cycle needs the search that names it.
+  if (edge_table()->topological.size() == num_tasks()) return {};
   std::vector<TaskId> parent(num_tasks(), kNoTask);
   std::pair<TaskId, TaskId> back{kNoTask, kNoTask};
   try {
