@@ -29,7 +29,7 @@ install(FILES ${PROJECT_BINARY_DIR}/daydreamConfig.cmake ${PROJECT_BINARY_DIR}/d
         DESTINATION ${DAYDREAM_CMAKE_DIR})
 
 # pkg-config: the stages in link order (later stages first), then what they need.
-set(DAYDREAM_PC_REQUIRES "fmt simdjson libdeflate re2")
+set(DAYDREAM_PC_REQUIRES "fmt simdjson libdeflate re2 zlib")
 if(DAYDREAM_WITH_NSYS)
   string(APPEND DAYDREAM_PC_REQUIRES " sqlite3")
 endif()

@@ -24,6 +24,7 @@
 #include "daydream/simulate.hpp"
 #include "ingest/nsys/nsys_reader.hpp"
 #include "ingest/nsys/sqlite_db.hpp"
+#include "unit/gzip_helpers.hpp"
 
 namespace {
 
@@ -582,6 +583,35 @@ TEST_CASE("nsys: the temporary copy is removed after reading, also after an erro
   CHECK(files_in_tmp() == 0);
   if (previous) setenv("TMPDIR", saved.c_str(), 1);
   else unsetenv("TMPDIR");
+}
+
+TEST_CASE("nsys: a streamed export gives the whole-file Trace (plain opened where it lies, gzip inflated in blocks)",
+          "[nsys][ingest][stream]") {
+  TempDir dir;
+  const fs::path plain = dir / "tiny.sqlite";
+  write_db(plain, with_ids(tiny_export()));
+  const std::string bytes = read_bytes(plain);
+  const fs::path gz = dir / "tiny.sqlite.gz";
+  write_bytes(gz, test::gzip_member(bytes.substr(0, 1000)) + test::gzip_member(bytes.substr(1000)));
+  const Trace whole = load_trace(plain);
+  for (const fs::path& file : {plain, gz}) {
+    CAPTURE(file.string());
+    InputStream in(file);
+    const Trace streamed = read_nsys_stream(in);
+    CHECK(streamed.events.size() == whole.events.size());
+    CHECK(streamed.strings == whole.strings);
+    CHECK(streamed.lanes.size() == whole.lanes.size());
+    CHECK(streamed.bytes_read == bytes.size());
+    CHECK(build_graph(streamed).fingerprint() == build_graph(whole).fingerprint());
+  }
+  const fs::path cut = dir / "cut.sqlite.gz";
+  write_bytes(cut, test::gzip_member(bytes).substr(0, 300));
+  InputStream in(cut);
+  CHECK_THROWS_WITH(read_nsys_stream(in), Catch::Contains("corrupt or truncated gzip stream") && Catch::Contains(cut.string()));
+  const fs::path short_file = dir / "short.sqlite";
+  write_bytes(short_file, bytes.substr(0, 4096));
+  InputStream truncated(short_file);
+  CHECK_THROWS_WITH(read_nsys_stream(truncated), Catch::Contains("truncated SQLite file"));
 }
 
 // --- the real exports in ../shared/traces/nsys-sqlite --------------------------------------------

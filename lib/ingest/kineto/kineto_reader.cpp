@@ -16,6 +16,7 @@
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "ingest/clock_alignment.hpp"
+#include "ingest/kineto/event_stream.hpp"
 #include "ingest/kineto/kineto_event.hpp"
 #include "ingest/kineto/recorded_operands.hpp"
 #include "ingest/padding.hpp"
@@ -130,9 +131,49 @@ class KinetoParser {
     return std::move(trace_);
   }
 
+  /// The same Trace as parse(), from a stream: simdjson parses one batch of whole events at a
+  /// time (event_stream.hpp), then the document's other top-level members.
+  Trace parse_stream(InputStream& in, const StreamLimits& limits) {
+    od::parser parser;
+    StreamedDocument document;
+    try {
+      event_index_ = 0;
+      std::uint64_t streamed = 0;  // bytes of events so far
+      document = split_trace_events(in, limits, [&](std::string_view batch) {
+        field_ = "traceEvents";
+        od::document doc = parser.iterate(simdjson::padded_string_view(batch.data(), batch.size(), batch.size() + kInputPadding));
+        od::array events = doc.get_array();
+        parse_event_elements(events);
+        if (streamed == 0) reserve_events(in.size_hint(), batch.size());
+        streamed += batch.size();
+      });
+      event_index_ = Error::kNoEvent;
+      field_ = {};
+      simdjson::padded_string members(document.members);
+      od::document doc = parser.iterate(members);
+      parse_top_level(doc.get_object());
+    } catch (const simdjson::simdjson_error& e) {
+      fail(field_, fmt::format("invalid JSON ({})", e.what()));
+    }
+    saw_events_ = saw_events_ || document.has_events;
+    if (!saw_events_) throw Error(trace_.path, Error::kNoEvent, "traceEvents", "missing: not a Chrome-trace JSON file");
+    finish();
+    trace_.bytes_read = in.decoded_bytes();
+    return std::move(trace_);
+  }
+
  private:
   [[noreturn]] void fail(std::string_view field, const std::string& problem) const {
     throw Error(trace_.path, event_index_, std::string(field), problem);
+  }
+
+  /// Room for the events of a `total`-byte document, estimated from the first `batch` bytes: the
+  /// events array of a multi-GB trace would otherwise grow by doubling, page-faulting in twice
+  /// its final size.
+  void reserve_events(std::uint64_t total, std::uint64_t batch) {
+    if (total == 0 || batch == 0 || trace_.events.empty()) return;
+    const double per_byte = static_cast<double>(trace_.events.size()) / static_cast<double>(batch);
+    trace_.events.reserve(static_cast<std::size_t>(per_byte * static_cast<double>(total) * 1.02) + 1024);
   }
 
   void parse_top_level(od::object top) {
@@ -213,6 +254,13 @@ class KinetoParser {
   void parse_events(od::array events) {
     saw_events_ = true;
     event_index_ = 0;
+    parse_event_elements(events);
+    event_index_ = Error::kNoEvent;
+    field_ = {};
+  }
+
+  // The events of one array; event_index_ counts on from where it stands (a stream's batches).
+  void parse_event_elements(od::array events) {
     for (auto element : events) {
       field_ = {};
       od::object object;
@@ -223,8 +271,6 @@ class KinetoParser {
       add_event(raw);
       ++event_index_;
     }
-    event_index_ = Error::kNoEvent;
-    field_ = {};
   }
 
   void parse_event(od::object object, RawEvent& raw) {
@@ -512,6 +558,10 @@ Trace KinetoJsonReader::read(const InputFile& file) const {
   Trace trace = KinetoParser(file.path.string()).parse(file.contents);
   trace.bytes_read = file.contents.size();
   return trace;
+}
+
+Trace stream_kineto_json(InputStream& in, const StreamLimits& limits) {
+  return KinetoParser(in.path().string()).parse_stream(in, limits);
 }
 
 Trace parse_kineto_json(std::string json, const std::string& name) {

@@ -4,6 +4,7 @@
 // flows `ac2g`, `fwdbwd`). See docs/formats.md.
 
 #include "daydream/ingest.hpp"
+#include "ingest/kineto/event_stream.hpp"
 
 namespace daydream {
 
@@ -13,5 +14,9 @@ class KinetoJsonReader final : public TraceReader {
   bool can_read(const InputFile& file) const override;
   Trace read(const InputFile& file) const override;
 };
+
+/// A Kineto trace read from a stream (the whole document never in memory): the same Trace as
+/// KinetoJsonReader::read of the decoded file. Throws Error (file, event index, field).
+Trace stream_kineto_json(InputStream& in, const StreamLimits& limits = {});
 
 }  // namespace daydream

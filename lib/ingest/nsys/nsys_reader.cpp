@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+
 #include <algorithm>
 #include <cctype>
 #include <functional>
@@ -57,20 +59,19 @@ std::uint64_t big_endian(const std::string& data, std::size_t offset, std::size_
 
 // SQLite reads pages lazily, so a truncated file may fail late or not at all. The header knows
 // the database size (valid when the change counter equals "version valid for"): check it first.
-void check_header(const InputFile& file) {
-  const std::string& data = file.contents;
-  const std::string name = file.path.string();
-  if (data.size() < 100)
+// `header`: the file's first bytes (at least 100 where it has them); `size`: its whole size.
+void check_header(const std::string& header, std::uint64_t size, const std::string& name) {
+  if (size < 100)
     throw Error(name, Error::kNoEvent, "",
-                fmt::format("truncated SQLite file: {} bytes, shorter than the 100-byte header", data.size()));
-  std::uint64_t page_size = big_endian(data, 16, 2);
+                fmt::format("truncated SQLite file: {} bytes, shorter than the 100-byte header", size));
+  std::uint64_t page_size = big_endian(header, 16, 2);
   if (page_size == 1) page_size = 65536;
-  const std::uint64_t pages = big_endian(data, 28, 4);
-  const bool size_valid = pages != 0 && big_endian(data, 24, 4) == big_endian(data, 92, 4);
-  if (size_valid && data.size() < page_size * pages)
+  const std::uint64_t pages = big_endian(header, 28, 4);
+  const bool size_valid = pages != 0 && big_endian(header, 24, 4) == big_endian(header, 92, 4);
+  if (size_valid && size < page_size * pages)
     throw Error(name, Error::kNoEvent, "",
                 fmt::format("truncated SQLite file: the header says {} pages of {} bytes ({} bytes), the file has {}",
-                            pages, page_size, pages * page_size, data.size()));
+                            pages, page_size, pages * page_size, size));
 }
 
 /// "cudaLaunchKernel_v7000" -> "cudaLaunchKernel": CUPTI's runtime names carry the version that
@@ -730,7 +731,7 @@ bool NsysSqliteReader::can_read(const InputFile& file) const {
 
 Trace NsysSqliteReader::read(const InputFile& file) const {
   const std::string name = file.path.string();
-  check_header(file);
+  check_header(file.contents, file.contents.size(), name);
   const nsys::TemporaryFile copy(file.contents, name);
   const Database db(copy.path(), name);
   Trace trace = NsysParser(db, name).parse();
@@ -738,5 +739,28 @@ Trace NsysSqliteReader::read(const InputFile& file) const {
   return trace;
 }
 
+
+Trace read_nsys_stream(InputStream& in) {
+  const std::string name = in.path().string();
+  std::string header(100, '\0');
+  if (!in.gzip()) {  // SQLite reads the file itself, page by page: no copy at all
+    std::error_code ec;
+    const std::uint64_t size = std::filesystem::file_size(in.path(), ec);
+    if (ec) throw Error(name, Error::kNoEvent, "", "cannot read its size: " + ec.message());
+    header.resize(in.read(header.data(), header.size()));
+    check_header(header, size, name);
+    const Database db(in.path(), name);
+    Trace trace = NsysParser(db, name).parse();
+    trace.bytes_read = size;
+    return trace;
+  }
+  const nsys::TemporaryFile copy(in, name);  // inflated block by block
+  std::ifstream(copy.path(), std::ios::binary).read(header.data(), static_cast<std::streamsize>(header.size()));
+  check_header(header, in.decoded_bytes(), name);
+  const Database db(copy.path(), name);
+  Trace trace = NsysParser(db, name).parse();
+  trace.bytes_read = in.decoded_bytes();
+  return trace;
+}
 
 }  // namespace daydream

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "daydream/ingest.hpp"
+#include "ingest/input_stream.hpp"
 
 namespace daydream {
 
@@ -19,6 +20,10 @@ class NsysSqliteReader final : public TraceReader {
   /// removes the file again, also on error.
   Trace read(const InputFile& file) const override;
 };
+
+/// The same Trace as NsysSqliteReader::read, without the file in memory: a plain export is opened
+/// where it lies, a gzip one inflated block by block into the temporary copy.
+Trace read_nsys_stream(InputStream& in);
 
 
 namespace nsys {

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "daydream/error.hpp"
 
 namespace daydream::nsys {
@@ -119,7 +121,10 @@ void Database::fail(const std::string& what, int code) const {
 
 // --- TemporaryFile -----------------------------------------------------------------------------
 
-TemporaryFile::TemporaryFile(std::string_view contents, const std::string& display_name) {
+namespace {
+
+// Creates the temporary file and returns its descriptor; `path` gets its name.
+int create_temporary(std::filesystem::path& path, const std::string& display_name) {
   std::error_code ec;
   const std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
   if (ec) throw Error(display_name, Error::kNoEvent, "", "no temporary directory for the SQLite copy: " + ec.message());
@@ -130,25 +135,52 @@ TemporaryFile::TemporaryFile(std::string_view contents, const std::string& displ
   if (fd < 0)
     throw Error(display_name, Error::kNoEvent, "",
                 fmt::format("cannot create a temporary file in {}: {}", dir.string(), std::strerror(errno)));
-  path_ = name.data();
-  std::size_t written = 0;
-  while (written < contents.size()) {
-    const ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
+  path = name.data();
+  return fd;
+}
+
+// Writes all of `data`; false (errno set) on failure.
+bool write_all(int fd, const char* data, std::size_t size) {
+  for (std::size_t written = 0; written < size;) {
+    const ssize_t n = ::write(fd, data + written, size - written);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string reason = std::strerror(errno);
-      ::close(fd);
-      std::filesystem::remove(path_, ec);
-      throw Error(display_name, Error::kNoEvent, "",
-                  fmt::format("cannot write the temporary copy {}: {}", path_.string(), reason));
-    }
+    if (n <= 0) return false;
     written += static_cast<std::size_t>(n);
   }
-  if (::close(fd) != 0) {
-    const std::string reason = std::strerror(errno);
+  return true;
+}
+
+}  // namespace
+
+TemporaryFile::TemporaryFile(std::string_view contents, const std::string& display_name)
+    : TemporaryFile([&](int fd) { return write_all(fd, contents.data(), contents.size()); }, display_name) {}
+
+TemporaryFile::TemporaryFile(InputStream& in, const std::string& display_name)
+    : TemporaryFile(
+          [&](int fd) {
+            std::vector<char> block(std::size_t{4} << 20);
+            for (std::size_t n; (n = in.read(block.data(), block.size())) > 0;)
+              if (!write_all(fd, block.data(), n)) return false;
+            return true;
+          },
+          display_name) {}
+
+TemporaryFile::TemporaryFile(const std::function<bool(int fd)>& fill, const std::string& display_name) {
+  const int fd = create_temporary(path_, display_name);
+  std::error_code ec;
+  bool written = false;
+  try {
+    written = fill(fd);
+  } catch (...) {
+    ::close(fd);
+    std::filesystem::remove(path_, ec);
+    throw;
+  }
+  const std::string reason = std::strerror(errno);
+  if (::close(fd) != 0 || !written) {
     std::filesystem::remove(path_, ec);
     throw Error(display_name, Error::kNoEvent, "",
-                fmt::format("cannot write the temporary copy {}: {}", path_.string(), reason));
+                fmt::format("cannot write the temporary copy {}: {}", path_.string(), written ? std::strerror(errno) : reason));
   }
 }
 

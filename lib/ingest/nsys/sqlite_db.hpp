@@ -5,10 +5,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+
+#include "ingest/input_stream.hpp"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -75,12 +78,17 @@ class Database {
 class TemporaryFile {
  public:
   TemporaryFile(std::string_view contents, const std::string& display_name);
+  /// The decoded bytes of `in`, written as they come.
+  TemporaryFile(InputStream& in, const std::string& display_name);
   ~TemporaryFile();
   TemporaryFile(const TemporaryFile&) = delete;
   TemporaryFile& operator=(const TemporaryFile&) = delete;
   const std::filesystem::path& path() const { return path_; }
 
  private:
+  /// Creates the file and has `fill` write it (false: a write failed, errno says why); removes
+  /// it again when that fails or throws.
+  TemporaryFile(const std::function<bool(int fd)>& fill, const std::string& display_name);
   std::filesystem::path path_;
 };
 

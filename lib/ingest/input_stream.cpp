@@ -1,0 +1,132 @@
+// InputStream: a file's decoded bytes in blocks, inflating gzip with zlib as it goes.
+#include "ingest/input_stream.hpp"
+
+#include <zlib.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <new>
+
+#include "daydream/error.hpp"
+#include "daydream/ingest.hpp"
+
+namespace daydream {
+namespace {
+
+constexpr std::size_t kCompressedBlock = std::size_t{1} << 20;  // bytes read from a gzip file at a time
+
+// ISIZE, the last 4 bytes (little endian): the last member's decoded size modulo 2^32; 0 unread.
+std::uint64_t gzip_trailer_size(std::FILE* file) {
+  unsigned char trailer[4] = {0, 0, 0, 0};
+  if (std::fseek(file, -4, SEEK_END) != 0 || std::fread(trailer, 1, 4, file) != 4) return 0;
+  return trailer[0] | (trailer[1] << 8) | (trailer[2] << 16) | (std::uint64_t{trailer[3]} << 24);
+}
+
+}  // namespace
+
+struct InputStream::Inflater {
+  z_stream z{};
+  bool open = false;
+  ~Inflater() {
+    if (open) inflateEnd(&z);
+  }
+};
+
+InputStream::InputStream(const std::filesystem::path& path) : path_(path) {
+  file_ = std::fopen(path.c_str(), "rb");
+  if (!file_) throw Error(path.string(), Error::kNoEvent, "", "cannot open file");
+  unsigned char magic[2] = {0, 0};
+  const std::size_t got = std::fread(magic, 1, 2, file_);
+  gzip_ = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  std::error_code ec;
+  const std::uint64_t size = std::filesystem::file_size(path, ec);
+  if (!gzip_) size_hint_ = ec ? 0 : size;
+  else if (!ec && size >= 18 && size < (std::uint64_t{1} << 32) / 1032)  // deflate expands at most 1032:1
+    size_hint_ = gzip_trailer_size(file_);
+  std::rewind(file_);
+  if (!gzip_) return;
+  inflater_ = std::make_unique<Inflater>();
+  if (inflateInit2(&inflater_->z, 15 + 16) != Z_OK) throw std::bad_alloc();  // 15 + 16: gzip framing
+  inflater_->open = true;
+  compressed_.resize(kCompressedBlock);
+}
+
+InputStream::~InputStream() {
+  if (file_) std::fclose(file_);
+}
+
+std::size_t InputStream::read(char* out, std::size_t max) {
+  if (at_end_ || max == 0) return 0;
+  const std::size_t n = gzip_ ? inflate_some(out, max) : read_plain(out, max);
+  decoded_ += n;
+  if (decoded_ > kMaxDecodedBytes)
+    throw Error(path_.string(), Error::kNoEvent, "",
+                fmt::format("more than {} bytes, the most daydream reads (kMaxDecodedBytes)", kMaxDecodedBytes));
+  return n;
+}
+
+std::size_t InputStream::read_plain(char* out, std::size_t max) {
+  const std::size_t n = std::fread(out, 1, max, file_);
+  if (n < max) {
+    if (std::ferror(file_)) throw Error(path_.string(), Error::kNoEvent, "", "read failed");
+    at_end_ = n == 0;
+  }
+  return n;
+}
+
+// Reads the next compressed block; false at the end of the file.
+bool InputStream::refill() {
+  const std::size_t n = std::fread(compressed_.data(), 1, compressed_.size(), file_);
+  if (n == 0 && std::ferror(file_)) throw Error(path_.string(), Error::kNoEvent, "", "read failed");
+  inflater_->z.next_in = compressed_.data();
+  inflater_->z.avail_in = static_cast<uInt>(n);
+  compressed_read_ += n;
+  return n > 0;
+}
+
+// Inflates until `out` holds something or the stream ends. Concatenated gzip members are one
+// stream (as gzip itself reads them); anything else after a member is corruption.
+std::size_t InputStream::inflate_some(char* out, std::size_t max) {
+  z_stream& z = inflater_->z;
+  z.next_out = reinterpret_cast<Bytef*>(out);
+  z.avail_out = static_cast<uInt>(std::min<std::size_t>(max, 1u << 30));
+  const uInt wanted = z.avail_out;
+  const auto corrupt = [&] {
+    return Error(path_.string(), Error::kNoEvent, "",
+                 fmt::format("corrupt or truncated gzip stream (member at compressed byte {})", member_start_));
+  };
+  while (z.avail_out == wanted) {
+    if (z.avail_in == 0 && !refill()) {
+      if (z.total_in != 0) throw corrupt();  // the file ends inside a member
+      at_end_ = true;
+      break;
+    }
+    const int status = inflate(&z, Z_NO_FLUSH);
+    if (status == Z_STREAM_END) {
+      member_start_ = compressed_read_ - z.avail_in;
+      inflateReset(&z);  // total_in/out back to 0: a member may follow
+      continue;
+    }
+    if (status != Z_OK && status != Z_BUF_ERROR) throw corrupt();
+  }
+  return wanted - z.avail_out;
+}
+
+bool worth_streaming(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return false;  // the whole-file path names the problem
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (!file) return false;
+  unsigned char head[2] = {0, 0};
+  const bool gzip = std::fread(head, 1, 2, file) == 2 && head[0] == 0x1f && head[1] == 0x8b;
+  const std::uint64_t isize = gzip && size >= 18 ? gzip_trailer_size(file) : 0;
+  std::fclose(file);
+  if (!gzip) return size >= kStreamFromBytes;
+  // The trailer holds the last member's size modulo 2^32: past 4 GiB only the compressed size
+  // tells (traces compress 10-30x; a 64 MiB gzip file inflates to far more than the threshold).
+  return isize >= kStreamFromBytes || size >= kStreamFromBytes / 4;
+}
+
+}  // namespace daydream

@@ -1,0 +1,54 @@
+#pragma once
+// A file's decoded bytes in blocks, gzip inflated as it goes (zlib: libdeflate inflates only
+// whole buffers), for readers that stream: a multi-GB trace never sits whole in memory.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+namespace daydream {
+
+class InputStream {
+ public:
+  /// Opens the file and tells gzip from plain by its magic number. Throws Error naming the file.
+  explicit InputStream(const std::filesystem::path& path);
+  ~InputStream();
+  InputStream(const InputStream&) = delete;
+  InputStream& operator=(const InputStream&) = delete;
+
+  /// Up to `max` decoded bytes into `out`; 0 only at the end. Throws Error naming the file on a
+  /// read error, a corrupt or truncated gzip stream, or past kMaxDecodedBytes.
+  std::size_t read(char* out, std::size_t max);
+  std::uint64_t decoded_bytes() const { return decoded_; }
+  /// The decoded size when the file tells it (plain: its size; gzip: the trailer, where the
+  /// compressed size keeps the decoded one below 4 GiB), else 0.
+  std::uint64_t size_hint() const { return size_hint_; }
+  bool gzip() const { return gzip_; }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::size_t read_plain(char* out, std::size_t max);
+  std::size_t inflate_some(char* out, std::size_t max);
+  bool refill();
+
+  std::filesystem::path path_;
+  std::FILE* file_ = nullptr;
+  bool gzip_ = false;
+  struct Inflater;  // zlib's stream state
+  std::unique_ptr<Inflater> inflater_;
+  std::vector<unsigned char> compressed_;  // the block of the file being inflated
+  std::uint64_t compressed_read_ = 0;      // bytes of the file read so far
+  std::uint64_t member_start_ = 0;         // where the gzip member being inflated starts
+  std::uint64_t decoded_ = 0;
+  std::uint64_t size_hint_ = 0;
+  bool at_end_ = false;
+};
+
+/// Whether load_trace streams this file (docs/formats.md, "Sizes daydream accepts"): a plain file
+/// of at least kStreamFromBytes, or a gzip file whose trailer or compressed size says it inflates
+/// to about that much.
+inline constexpr std::uint64_t kStreamFromBytes = std::uint64_t{256} << 20;
+bool worth_streaming(const std::filesystem::path& path);
+
+}  // namespace daydream
