@@ -489,6 +489,8 @@ class Graph {
   std::shared_ptr<const EdgeTable> edge_table() const;
   void check_live(TaskId id, std::string_view what) const;
   void ensure_ranks();
+  /// Room for this many tasks and edges (build_graph's estimate from the trace's events).
+  void reserve(std::size_t tasks, std::size_t edges);
   std::vector<TaskId> path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets,
                                    std::vector<TaskId>* reached = nullptr);
   bool reorder_ranks(TaskId from, TaskId to, std::vector<TaskId> after);

@@ -22,6 +22,14 @@ TaskId EdgeStore::add_vertex() {
   return static_cast<TaskId>(out_.rows.size() - 1);
 }
 
+void EdgeStore::reserve(std::size_t vertices, std::size_t edges) {
+  records_.reserve(edges);
+  for (Rows* rows : {&out_, &in_}) {
+    rows->rows.reserve(vertices);
+    rows->slots.reserve(edges + edges / 2);  // rows that outgrow their room leave slots behind
+  }
+}
+
 void EdgeStore::Rows::push(TaskId v, EdgeId id) {
   Row& row = rows[v];
   if (row.size == row.capacity) {

@@ -23,6 +23,8 @@ inline constexpr EdgeId kNoEdge = 0xffffffffu;
 class EdgeStore {
  public:
   TaskId add_vertex();
+  /// Room for this many vertices and edges in all (address space: untouched, it is not resident).
+  void reserve(std::size_t vertices, std::size_t edges);
   std::size_t num_vertices() const { return out_.rows.size(); }
   std::size_t num_edges() const { return records_.size() - dead_; }
 

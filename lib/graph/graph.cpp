@@ -283,6 +283,11 @@ TaskColumns* Graph::task_columns_for_change() {
 }
 const GraphStorage& Graph::structure() const { return *storage_; }
 
+void Graph::reserve(std::size_t tasks, std::size_t edges) {
+  tasks_.reserve(tasks);
+  structure().edges.reserve(tasks, edges);
+}
+
 UnitId Graph::add_unit(Unit unit) {
   units_.push_back(std::move(unit));
   return static_cast<UnitId>(units_.size() - 1);

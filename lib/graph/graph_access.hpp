@@ -10,6 +10,8 @@ namespace daydream {
 
 struct GraphAccess {
   static Task& task(Graph& graph, TaskId id) { return graph.mutable_task(id); }
+  /// Room for a graph being built: growing its arrays by doubling page-faults in twice their size.
+  static void reserve(Graph& graph, std::size_t tasks, std::size_t edges) { graph.reserve(tasks, edges); }
   /// The simulator's flat copy of the edges (graph/graph_storage.hpp).
   static std::shared_ptr<const EdgeTable> edge_table(const Graph& graph) { return graph.edge_table(); }
   /// Computes the topological ranks that insert/connect check new edges against, so that copies
