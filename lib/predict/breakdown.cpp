@@ -71,7 +71,8 @@ PathBreakdown break_down_critical_path(const Graph& graph, const SimulationResul
   for (TimeNs ns : out.by_category_ns) out.length_ns += ns;
   std::map<std::string_view, TimeNs> by_layer;
   for (std::uint32_t layer = 0; layer < by_layer_id.size(); ++layer)
-    if (by_layer_id[layer]) by_layer[layer == 0 ? std::string_view("(no layer)") : graph.string(layer)] += *by_layer_id[layer];
+    if (by_layer_id[layer])
+      by_layer[layer == 0 ? std::string_view("(no layer)") : graph.string(layer)] += *by_layer_id[layer];
   out.by_layer_ns.assign(by_layer.begin(), by_layer.end());
   std::stable_sort(out.by_layer_ns.begin(), out.by_layer_ns.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   return out;

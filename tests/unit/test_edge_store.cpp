@@ -63,7 +63,8 @@ TEST_CASE("edge store: rows keep insertion order through removals, bypasses and 
       if (!chosen.live) continue;
       const TaskId from = chosen.from, to = chosen.to;
       const EdgeId id = store.find(from, to);
-      auto it = std::find_if(model.begin(), model.end(), [&](const ModelEdge& e) { return e.live && e.from == from && e.to == to; });
+      auto it = std::find_if(model.begin(), model.end(),
+                             [&](const ModelEdge& e) { return e.live && e.from == from && e.to == to; });
       REQUIRE((id == kNoEdge) == (it == model.end()));
       if (id != kNoEdge) {
         CHECK(store.edge(id).delay_ns == it->delay);

@@ -607,7 +607,8 @@ TEST_CASE("nsys: a streamed export gives the whole-file Trace (plain opened wher
   const fs::path cut = dir / "cut.sqlite.gz";
   write_bytes(cut, test::gzip_member(bytes).substr(0, 300));
   InputStream in(cut);
-  CHECK_THROWS_WITH(read_nsys_stream(in), Catch::Contains("corrupt or truncated gzip stream") && Catch::Contains(cut.string()));
+  CHECK_THROWS_WITH(read_nsys_stream(in),
+                    Catch::Contains("corrupt or truncated gzip stream") && Catch::Contains(cut.string()));
   const fs::path short_file = dir / "short.sqlite";
   write_bytes(short_file, bytes.substr(0, 4096));
   InputStream truncated(short_file);

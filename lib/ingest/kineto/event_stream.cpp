@@ -126,7 +126,8 @@ class Splitter {
       if (batch_begin_ != npos && last_end_ != npos && last_end_ - batch_begin_ >= limits_.batch) flush();
       compact();
     }
-    if (top_ != Top::done || in_string_) fail(top_ == Top::start ? "empty document (no JSON)" : "truncated JSON: the file ends inside the document");
+    if (top_ == Top::start) fail("empty document (no JSON)");
+    if (top_ != Top::done || in_string_) fail("truncated JSON: the file ends inside the document");
     flush();
     return {"{" + members_ + "}", saw_events_};
   }

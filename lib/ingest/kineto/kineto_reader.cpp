@@ -141,7 +141,8 @@ class KinetoParser {
       std::uint64_t streamed = 0;  // bytes of events so far
       document = split_trace_events(in, limits, [&](std::string_view batch) {
         field_ = "traceEvents";
-        od::document doc = parser.iterate(simdjson::padded_string_view(batch.data(), batch.size(), batch.size() + kInputPadding));
+        const simdjson::padded_string_view json(batch.data(), batch.size(), batch.size() + kInputPadding);
+        od::document doc = parser.iterate(json);
         od::array events = doc.get_array();
         parse_event_elements(events);
         if (streamed == 0) reserve_events(in.size_hint(), batch.size());

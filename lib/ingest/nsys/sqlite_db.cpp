@@ -180,7 +180,8 @@ TemporaryFile::TemporaryFile(const std::function<bool(int fd)>& fill, const std:
   if (::close(fd) != 0 || !written) {
     std::filesystem::remove(path_, ec);
     throw Error(display_name, Error::kNoEvent, "",
-                fmt::format("cannot write the temporary copy {}: {}", path_.string(), written ? std::strerror(errno) : reason));
+                fmt::format("cannot write the temporary copy {}: {}", path_.string(),
+                            written ? std::strerror(errno) : reason));
   }
 }
 
