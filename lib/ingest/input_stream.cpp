@@ -16,11 +16,27 @@ namespace {
 
 constexpr std::size_t kCompressedBlock = std::size_t{1} << 20;  // bytes read from a gzip file at a time
 
-// ISIZE, the last 4 bytes (little endian): the last member's decoded size modulo 2^32; 0 unread.
-std::uint64_t gzip_trailer_size(std::FILE* file) {
+/// What the first and last bytes of a file say before it is read: gzip or not, and for gzip
+/// ISIZE (the last 4 bytes, little endian: the last member's decoded size modulo 2^32; 0 unread).
+struct FileHead {
+  std::uint64_t size = 0;  ///< on disk; 0 when unknown
+  bool gzip = false;
+  std::uint64_t gzip_trailer = 0;
+};
+
+// Reads the head of an open file and rewinds it.
+FileHead probe(std::FILE* file, const std::filesystem::path& path) {
+  FileHead head;
+  std::error_code ec;
+  head.size = std::filesystem::file_size(path, ec);
+  if (ec) head.size = 0;
+  unsigned char magic[2] = {0, 0};
+  head.gzip = std::fread(magic, 1, 2, file) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   unsigned char trailer[4] = {0, 0, 0, 0};
-  if (std::fseek(file, -4, SEEK_END) != 0 || std::fread(trailer, 1, 4, file) != 4) return 0;
-  return trailer[0] | (trailer[1] << 8) | (trailer[2] << 16) | (std::uint64_t{trailer[3]} << 24);
+  if (head.gzip && head.size >= 18 && std::fseek(file, -4, SEEK_END) == 0 && std::fread(trailer, 1, 4, file) == 4)
+    head.gzip_trailer = trailer[0] | (trailer[1] << 8) | (trailer[2] << 16) | (std::uint64_t{trailer[3]} << 24);
+  std::rewind(file);
+  return head;
 }
 
 }  // namespace
@@ -36,15 +52,11 @@ struct InputStream::Inflater {
 InputStream::InputStream(const std::filesystem::path& path) : path_(path) {
   file_ = std::fopen(path.c_str(), "rb");
   if (!file_) throw Error(path.string(), Error::kNoEvent, "", "cannot open file");
-  unsigned char magic[2] = {0, 0};
-  const std::size_t got = std::fread(magic, 1, 2, file_);
-  gzip_ = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-  std::error_code ec;
-  const std::uint64_t size = std::filesystem::file_size(path, ec);
-  if (!gzip_) size_hint_ = ec ? 0 : size;
-  else if (!ec && size >= 18 && size < (std::uint64_t{1} << 32) / 1032)  // deflate expands at most 1032:1
-    size_hint_ = gzip_trailer_size(file_);
-  std::rewind(file_);
+  const FileHead head = probe(file_, path);
+  gzip_ = head.gzip;
+  if (!gzip_) size_hint_ = head.size;
+  else if (head.size < (std::uint64_t{1} << 32) / 1032)  // deflate expands at most 1032:1
+    size_hint_ = head.gzip_trailer;
   if (!gzip_) return;
   inflater_ = std::make_unique<Inflater>();
   if (inflateInit2(&inflater_->z, 15 + 16) != Z_OK) throw std::bad_alloc();  // 15 + 16: gzip framing
@@ -114,19 +126,14 @@ std::size_t InputStream::inflate_some(char* out, std::size_t max) {
 }
 
 bool worth_streaming(const std::filesystem::path& path) {
-  std::error_code ec;
-  const std::uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) return false;  // the whole-file path names the problem
   std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file) return false;
-  unsigned char head[2] = {0, 0};
-  const bool gzip = std::fread(head, 1, 2, file) == 2 && head[0] == 0x1f && head[1] == 0x8b;
-  const std::uint64_t isize = gzip && size >= 18 ? gzip_trailer_size(file) : 0;
+  if (!file) return false;  // the whole-file path names the problem
+  const FileHead head = probe(file, path);
   std::fclose(file);
-  if (!gzip) return size >= kStreamFromBytes;
+  if (!head.gzip) return head.size >= kStreamFromBytes;
   // The trailer holds the last member's size modulo 2^32: past 4 GiB only the compressed size
   // tells (traces compress 10-30x; a 64 MiB gzip file inflates to far more than the threshold).
-  return isize >= kStreamFromBytes || size >= kStreamFromBytes / 4;
+  return head.gzip_trailer >= kStreamFromBytes || head.size >= kStreamFromBytes / 4;
 }
 
 }  // namespace daydream

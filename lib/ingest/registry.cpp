@@ -1,7 +1,7 @@
 // The reader registry: adding a trace format adds one line here.
 #include "ingest/clock_alignment.hpp"
 #include <optional>
-#include <string_view>
+#include <string>
 
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
@@ -27,34 +27,35 @@ const std::vector<std::unique_ptr<TraceReader>>& trace_readers() {
 
 namespace {
 
-enum class Streamed { no, kineto, nsys };
-
-// What a large file's decoded bytes start with: a JSON object or array after white space (Kineto),
-// or the SQLite magic (an Nsight export).
-Streamed streamed_format(const std::filesystem::path& path) {
+// The reader that recognises a file from its first 4 KiB decoded (as much as any can_read looks
+// at), or null.
+const TraceReader* reader_of_head(const std::filesystem::path& path) {
   InputStream in(path);
-  char head[4096];
-  const std::size_t n = in.read(head, sizeof head);
-  if (std::string_view(head, n).substr(0, 16) == std::string_view("SQLite format 3\0", 16)) return Streamed::nsys;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (head[i] == '{' || head[i] == '[') return Streamed::kineto;
-    if (head[i] != ' ' && head[i] != '\n' && head[i] != '\r' && head[i] != '\t') return Streamed::no;
+  InputFile head{path, std::string(4096, '\0')};
+  std::size_t n = 0;
+  while (n < head.contents.size()) {
+    const std::size_t got = in.read(head.contents.data() + n, head.contents.size() - n);
+    if (got == 0) break;
+    n += got;
   }
-  return Streamed::no;
+  head.contents.resize(n);
+  for (const auto& reader : trace_readers())
+    if (reader->can_read(head)) return reader.get();
+  return nullptr;
 }
 
-// A large trace, read without ever holding the file in memory; nullopt for the whole-file path.
+// A large trace, read without ever holding the file in memory; nullopt for the whole-file path
+// (which also names what it cannot read).
 std::optional<Trace> load_streaming(const std::filesystem::path& path) {
   if (!worth_streaming(path)) return std::nullopt;
-  const Streamed format = streamed_format(path);
-  if (format == Streamed::no) return std::nullopt;
+  const TraceReader* reader = reader_of_head(path);
+  if (!reader) return std::nullopt;
   InputStream in(path);
+  if (reader->format() == "kineto-json") return stream_kineto_json(in);
 #if DAYDREAM_HAVE_NSYS
-  if (format == Streamed::nsys) return read_nsys_stream(in);
-#else
-  if (format == Streamed::nsys) return std::nullopt;  // the whole-file path names what this build lacks
+  if (reader->format() == "nsys-sqlite") return read_nsys_stream(in);
 #endif
-  return stream_kineto_json(in);
+  return std::nullopt;
 }
 
 Trace checked(Trace trace) {

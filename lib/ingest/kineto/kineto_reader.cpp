@@ -138,15 +138,14 @@ class KinetoParser {
     StreamedDocument document;
     try {
       event_index_ = 0;
-      std::uint64_t streamed = 0;  // bytes of events so far
+      bool reserved = false;  // room for the events, estimated from the first batch
       document = split_trace_events(in, limits, [&](std::string_view batch) {
         field_ = "traceEvents";
         const simdjson::padded_string_view json(batch.data(), batch.size(), batch.size() + kInputPadding);
         od::document doc = parser.iterate(json);
         od::array events = doc.get_array();
         parse_event_elements(events);
-        if (streamed == 0) reserve_events(in.size_hint(), batch.size());
-        streamed += batch.size();
+        if (!reserved) reserve_events(in.size_hint(), batch.size()), reserved = true;
       });
       event_index_ = Error::kNoEvent;
       field_ = {};
