@@ -57,8 +57,19 @@ struct BuildContext {
   std::vector<std::pair<TaskId, std::int64_t>> task_sequence;
   /// (correlation, event position) of GPU activities and of cuda_sync records, sorted.
   CorrelationIndex gpu_by_correlation, sync_by_correlation, api_by_correlation;
+  static constexpr std::uint32_t kNotInterned = 0xffffffffu;
+  std::vector<std::uint32_t> graph_name;  ///< per trace string: its graph string id (name_of)
 
   static constexpr UnitId kNoUnit = 0xffffffffu;
+
+  /// The graph's id of an event's name: interned once per distinct trace string (a hash of the
+  /// name per task was a tenth of building), in the order Graph::intern would number them.
+  std::uint32_t name_of(const TraceEvent& e) {
+    if (graph_name.empty()) graph_name.assign(trace.strings.size(), kNotInterned);
+    std::uint32_t& id = graph_name[e.name];
+    if (id == kNotInterned) id = graph.intern(trace.name_of(e));
+    return id;
+  }
 
   /// The unit of a lane that has tasks; creates it (and its task list) on first use.
   UnitId unit_for_lane(std::uint32_t lane, UnitKind kind) {

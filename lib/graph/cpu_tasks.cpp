@@ -71,7 +71,7 @@ class ThreadSegmenter {
     stack_.push_back({position, end, std::move(context)});
     if (is_cpu_range(e.kind))
       ctx_.ranges.push_back(
-          {ctx_.graph.intern(ctx_.trace.name_of(e)), unit_, ctx_.rel(e.start_ns), ctx_.rel(end), e.source_index});
+          {ctx_.name_of(e), unit_, ctx_.rel(e.start_ns), ctx_.rel(end), e.source_index});
   }
 
   void close_until(TimeNs time) {
@@ -90,7 +90,7 @@ class ThreadSegmenter {
     if (end <= begin) return;
     Task task;
     task.kind = TaskKind::cpu;
-    task.name = ctx_.graph.intern(ctx_.trace.name_of(e));
+    task.name = ctx_.name_of(e);
     task.op_event = e.source_index;
     task.op_name = task.name;
     set_context(task, open, begin);
@@ -138,7 +138,7 @@ class ThreadSegmenter {
     const TraceEvent& e = ctx_.event(owner);
     Task task;
     task.kind = TaskKind::runtime;
-    task.name = ctx_.graph.intern(ctx_.trace.name_of(e));
+    task.name = ctx_.name_of(e);
     task.correlation = e.correlation;
     set_operator(task);
     set_context(task, open, begin);
@@ -160,7 +160,7 @@ class ThreadSegmenter {
       const TraceEvent& e = ctx_.event(it->position);
       if (!is_cpu_range(e.kind)) continue;
       task.op_event = e.source_index;
-      task.op_name = ctx_.graph.intern(ctx_.trace.name_of(e));
+      task.op_name = ctx_.name_of(e);
       return;
     }
   }

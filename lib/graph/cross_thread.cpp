@@ -85,17 +85,26 @@ class TaskEnds {
  public:
   /// Adds thread `unit`'s tasks (in order); `end` is the running maximum of their recorded ends.
   void add(UnitId unit, TaskId task, TimeNs end) {
+    if (entries_.empty() || entries_.back().unit != unit) runs_.push_back(entries_.size());
     entries_.push_back({end, static_cast<std::uint32_t>(entries_.size()), unit, task});
   }
 
   /// Sorts the entries: by end, then (equal ends) so that the last of them belongs to the
   /// lowest unit and is its latest task: the choice of a scan of the threads in unit order.
+  /// Each thread's entries already are in that order (running ends), so the threads' runs are
+  /// merged pairwise: O(n log threads), not a sort of every entry.
   void seal() {
-    std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+    const auto before = [](const Entry& a, const Entry& b) {
       if (a.end != b.end) return a.end < b.end;
       if (a.unit != b.unit) return a.unit > b.unit;
       return a.added < b.added;
-    });
+    };
+    runs_.push_back(entries_.size());
+    for (std::size_t width = 1; width + 1 < runs_.size(); width *= 2)
+      for (std::size_t r = 0; r + width + 1 < runs_.size(); r += 2 * width) {
+        const auto at = [&](std::size_t run) { return entries_.begin() + static_cast<std::ptrdiff_t>(runs_[run]); };
+        std::inplace_merge(at(r), at(r + width), at(std::min(r + 2 * width, runs_.size() - 1)), before);
+      }
     other_before_.resize(entries_.size());
     for (std::size_t i = 0; i < entries_.size(); ++i) {
       if (i == 0) other_before_[i] = kNone;
@@ -122,6 +131,7 @@ class TaskEnds {
     TaskId task;
   };
   std::vector<Entry> entries_;
+  std::vector<std::size_t> runs_;  // where each thread's entries begin (then, once sealed, the end)
   std::vector<std::int64_t> other_before_;  // per entry: the last earlier entry of another thread
 };
 

@@ -169,7 +169,7 @@ class StreamBuilder {
     Task task;
     task.kind = gpu_task_kind(ctx_.trace, e);
     task.unit = unit_;
-    task.name = ctx_.graph.intern(ctx_.trace.name_of(e));
+    task.name = ctx_.name_of(e);
     task.duration_ns = e.duration_ns;
     task.recorded_start_ns = ctx_.rel(e.start_ns);
     task.correlation = e.correlation;

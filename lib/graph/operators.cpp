@@ -84,7 +84,7 @@ void keep_operators(BuildContext& ctx) {
     std::int32_t p = parent[i];
     while (p >= 0 && !keep[static_cast<std::size_t>(p)]) p = parent[static_cast<std::size_t>(p)];
     const TraceEvent& e = trace.events[static_cast<std::size_t>(trace.shapes.key(i))];
-    records.push_back({source[i], ctx.graph.intern(trace.name_of(e)), p < 0 ? -1 : index[static_cast<std::size_t>(p)],
+    records.push_back({source[i], ctx.name_of(e), p < 0 ? -1 : index[static_cast<std::size_t>(p)],
                        e.sequence_number, static_cast<std::uint32_t>(shapes.size())});
     shapes.append(trace.shapes, i, source[i]);
   }

@@ -29,6 +29,11 @@ TEST_CASE("microsecond tokens become exact nanoseconds", "[ingest]") {
   CHECK(microseconds_to_ns("0.0005") == 1);
   CHECK(microseconds_to_ns("-3.5") == -3500);
   CHECK(microseconds_to_ns("1.5e3") == 1500000);
+  CHECK(microseconds_to_ns("2E-3") == 2);
+  CHECK(microseconds_to_ns("1.e2") == 100000);  // a form only the exponent path reads
+  CHECK(microseconds_to_ns("12 \n") == 12000);
+  CHECK_FALSE(microseconds_to_ns("99999999999999999999").has_value());  // overflow, no exponent
+  CHECK_FALSE(microseconds_to_ns("1e").has_value());
   CHECK_FALSE(microseconds_to_ns("1.").has_value());
   CHECK_FALSE(microseconds_to_ns("abc").has_value());
   CHECK_FALSE(microseconds_to_ns("").has_value());
