@@ -88,7 +88,7 @@ class EdgeStore {
     const auto& row = rows.rows[v];
     const EdgeId* ids = rows.slots.data() + row.begin;
     for (std::uint32_t i = 0; i < row.size; ++i)
-      if (records_[ids[i]].from != kNoTask && !f(ids[i])) return false;
+      if (!dead(ids[i]) && !f(ids[i])) return false;
     return true;
   }
   bool dead(EdgeId id) const { return records_[id].from == kNoTask; }

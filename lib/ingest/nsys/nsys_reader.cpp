@@ -723,6 +723,14 @@ class NsysParser {
   std::map<std::int64_t, std::int64_t> device_process_;
 };
 
+// The trace of the database at `db_path` (the file itself or its temporary copy), `bytes` long.
+Trace parse_database(const std::filesystem::path& db_path, const std::string& name, std::uint64_t bytes) {
+  const Database db(db_path, name);
+  Trace trace = NsysParser(db, name).parse();
+  trace.bytes_read = bytes;
+  return trace;
+}
+
 }  // namespace
 
 bool NsysSqliteReader::can_read(const InputFile& file) const {
@@ -733,12 +741,8 @@ Trace NsysSqliteReader::read(const InputFile& file) const {
   const std::string name = file.path.string();
   check_header(file.contents, file.contents.size(), name);
   const nsys::TemporaryFile copy(file.contents, name);
-  const Database db(copy.path(), name);
-  Trace trace = NsysParser(db, name).parse();
-  trace.bytes_read = file.contents.size();
-  return trace;
+  return parse_database(copy.path(), name, file.contents.size());
 }
-
 
 Trace read_nsys_stream(InputStream& in) {
   const std::string name = in.path().string();
@@ -749,18 +753,12 @@ Trace read_nsys_stream(InputStream& in) {
     if (ec) throw Error(name, Error::kNoEvent, "", "cannot read its size: " + ec.message());
     header.resize(in.read(header.data(), header.size()));
     check_header(header, size, name);
-    const Database db(in.path(), name);
-    Trace trace = NsysParser(db, name).parse();
-    trace.bytes_read = size;
-    return trace;
+    return parse_database(in.path(), name, size);
   }
   const nsys::TemporaryFile copy(in, name);  // inflated block by block
   std::ifstream(copy.path(), std::ios::binary).read(header.data(), static_cast<std::streamsize>(header.size()));
   check_header(header, in.decoded_bytes(), name);
-  const Database db(copy.path(), name);
-  Trace trace = NsysParser(db, name).parse();
-  trace.bytes_read = in.decoded_bytes();
-  return trace;
+  return parse_database(copy.path(), name, in.decoded_bytes());
 }
 
 }  // namespace daydream
