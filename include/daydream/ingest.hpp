@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,8 @@ inline constexpr std::size_t kMaxDecodedBytes = std::size_t{16} << 30;
 /// unreadable, a truncated/corrupt gzip stream, or larger than kMaxDecodedBytes.
 InputFile read_input_file(const std::filesystem::path& path);
 
+class InputStream;  // a file's decoded bytes in blocks (lib/ingest/input_stream.hpp)
+
 /// One trace format. Adding a format means one new reader and one line in the registry.
 class TraceReader {
  public:
@@ -42,6 +45,9 @@ class TraceReader {
   virtual bool can_read(const InputFile& file) const = 0;
   /// Parses the whole file. Throws Error (file, event index, field) on malformed input.
   virtual Trace read(const InputFile& file) const = 0;
+  /// The same Trace as read(), from a stream of the file's decoded bytes, so that a multi-GB
+  /// trace never sits whole in memory; nullopt where the format has no streaming reader.
+  virtual std::optional<Trace> read_stream(InputStream& /*in*/) const { return std::nullopt; }
 };
 
 /// All readers, in the order they are tried.

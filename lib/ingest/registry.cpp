@@ -51,11 +51,7 @@ std::optional<Trace> load_streaming(const std::filesystem::path& path) {
   const TraceReader* reader = reader_of_head(path);
   if (!reader) return std::nullopt;
   InputStream in(path);
-  if (reader->format() == "kineto-json") return stream_kineto_json(in);
-#if DAYDREAM_HAVE_NSYS
-  if (reader->format() == "nsys-sqlite") return read_nsys_stream(in);
-#endif
-  return std::nullopt;
+  return reader->read_stream(in);
 }
 
 Trace checked(Trace trace) {

@@ -603,6 +603,10 @@ TEST_CASE("nsys: a streamed export gives the whole-file Trace (plain opened wher
     CHECK(streamed.lanes.size() == whole.lanes.size());
     CHECK(streamed.bytes_read == bytes.size());
     CHECK(build_graph(streamed).fingerprint() == build_graph(whole).fingerprint());
+    InputStream again(file);  // what load_trace calls for a large export
+    const std::optional<Trace> via_reader = NsysSqliteReader().read_stream(again);
+    REQUIRE(via_reader.has_value());
+    CHECK(build_graph(*via_reader).fingerprint() == build_graph(whole).fingerprint());
   }
   const fs::path cut = dir / "cut.sqlite.gz";
   write_bytes(cut, test::gzip_member(bytes).substr(0, 300));

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,16 @@ TEST_CASE("stream ingest: documents that end early or go on after their end are 
   refused("no_events.json", R"({"schemaVersion": 1})", "traceEvents");
   refused("cut.json.gz", gzip_member(kTricky).substr(0, 100), "corrupt or truncated gzip stream");
   refused("garbage_after_member.json.gz", gzip_member(kTricky) + "garbage!", "corrupt or truncated gzip stream");
+}
+
+TEST_CASE("stream ingest: the Kineto reader's read_stream, which load_trace calls for a large file, gives the whole-file Trace",
+          "[ingest][stream]") {
+  const auto path = write_file("tricky_reader.json.gz", gzip_member(kTricky));
+  InputStream in(path);
+  const std::optional<Trace> via_reader = KinetoJsonReader().read_stream(in);
+  REQUIRE(via_reader.has_value());
+  require_same(load_trace(path), *via_reader);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("stream ingest: load_trace streams only large JSON files", "[ingest][stream]") {

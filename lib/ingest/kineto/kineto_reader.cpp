@@ -560,6 +560,8 @@ Trace KinetoJsonReader::read(const InputFile& file) const {
   return trace;
 }
 
+std::optional<Trace> KinetoJsonReader::read_stream(InputStream& in) const { return stream_kineto_json(in); }
+
 Trace stream_kineto_json(InputStream& in, const StreamLimits& limits) {
   return KinetoParser(in.path().string()).parse_stream(in, limits);
 }

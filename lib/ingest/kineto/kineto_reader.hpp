@@ -13,6 +13,7 @@ class KinetoJsonReader final : public TraceReader {
   std::string_view format() const override { return "kineto-json"; }
   bool can_read(const InputFile& file) const override;
   Trace read(const InputFile& file) const override;
+  std::optional<Trace> read_stream(InputStream& in) const override;
 };
 
 /// A Kineto trace read from a stream (the whole document never in memory): the same Trace as

@@ -744,6 +744,8 @@ Trace NsysSqliteReader::read(const InputFile& file) const {
   return parse_database(copy.path(), name, file.contents.size());
 }
 
+std::optional<Trace> NsysSqliteReader::read_stream(InputStream& in) const { return read_nsys_stream(in); }
+
 Trace read_nsys_stream(InputStream& in) {
   const std::string name = in.path().string();
   std::string header(100, '\0');

@@ -19,6 +19,8 @@ class NsysSqliteReader final : public TraceReader {
   /// Writes the bytes to a temporary file (SQLite reads files), opens it read-only, reads it and
   /// removes the file again, also on error.
   Trace read(const InputFile& file) const override;
+  /// read_nsys_stream (below).
+  std::optional<Trace> read_stream(InputStream& in) const override;
 };
 
 /// The same Trace as NsysSqliteReader::read, without the file in memory: a plain export is opened
