@@ -52,6 +52,13 @@ TaskSet all_but(Graph& graph, TaskFilter among, const TaskSet& tensor_core) {
   return graph.select(among.where([in_set = std::move(in_set)](const Graph&, TaskId t) { return !in_set[t]; }));
 }
 
+/// Whether some live task is in a forward phase (stops at the first: a select would read every task).
+bool marks_forward(const Graph& graph) {
+  for (TaskId t = 0; t < graph.num_tasks(); ++t)
+    if (!graph.removed(t) && graph.task(t).phase == Phase::forward) return true;
+  return false;
+}
+
 /// Kernels autocast reaches: not a data pipeline's (autocast is thread-local to the loop).
 bool in_model(const Graph& g, TaskId t) { return g.task(t).phase != Phase::data_loading; }
 
@@ -146,7 +153,7 @@ ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
   if (data_loading > 0)
     outcome.notes.push_back(fmt::format("{} data-loading kernels (DALI, DataLoader: outside autocast) kept", data_loading));
   if (params.integer("casts") == 0) return outcome;
-  if (graph.select(TaskFilter().phase(Phase::forward)).empty()) {
+  if (!marks_forward(graph)) {
     outcome.notes.push_back("no casts inserted: the graph marks no forward phase");
     return outcome;
   }

@@ -279,8 +279,14 @@ class SharedCache {
   SharedCache() = default;
   SharedCache(const SharedCache& other) : value_(other.get()) {}
   SharedCache(SharedCache&& other) noexcept : value_(std::move(other.value_)) {}
+  /// Keeps aside a value that only this cache held, for unshared() to reuse its memory (a
+  /// cache of a const value is never changed, so keeps none).
   SharedCache& operator=(const SharedCache& other) {
-    if (this != &other) value_ = other.get();
+    if (this == &other) return *this;
+    std::shared_ptr<T> value = other.get();
+    if constexpr (!std::is_const_v<T>)
+      if (value != value_ && value_.use_count() == 1) spare_ = std::move(value_);
+    value_ = std::move(value);
     return *this;
   }
   SharedCache& operator=(SharedCache&& other) noexcept {
@@ -300,10 +306,56 @@ class SharedCache {
   }
   /// For the owner's changes, which have the graph to themselves (no lock).
   std::shared_ptr<T>& slot() { return value_; }
+  /// The value for the owner's change (null when none is built): a value copies share is copied
+  /// first, into the memory of one this cache was assigned over where there is one (T's
+  /// copy-assignment: vectors keep their capacity) rather than into fresh memory.
+  T* unshared() {
+    if (value_.use_count() > 1) {
+      if (spare_) *spare_ = *value_, value_ = std::move(spare_);
+      else value_ = std::make_shared<T>(*value_);
+    }
+    return value_.get();
+  }
 
  private:
   mutable std::mutex mutex_;
   mutable std::shared_ptr<T> value_;
+  std::shared_ptr<T> spare_;  // never copied
+};
+
+/// A pointer to a value that copies share until one of them changes it (copy-on-write), keeping
+/// the memory it lets go: assigned over while it held the only reference to its value, it keeps
+/// that value aside, and the next unshared() copies into it (T's copy-assignment: vectors keep
+/// their capacity) instead of into fresh memory. A sweep assigns the base graph over its last
+/// what-if's once per scenario; without this, each structural what-if would allocate and
+/// page-fault in megabytes of edges again.
+template <class T>
+class CowPtr {
+ public:
+  explicit CowPtr(std::shared_ptr<T> value) : value_(std::move(value)) {}
+  CowPtr(const CowPtr& other) : value_(other.value_) {}
+  CowPtr(CowPtr&&) noexcept = default;
+  CowPtr& operator=(const CowPtr& other) {
+    if (value_ != other.value_ && value_.use_count() == 1) spare_ = std::move(value_);
+    value_ = other.value_;
+    return *this;
+  }
+  CowPtr& operator=(CowPtr&&) noexcept = default;
+  /// The value, shared: change only what copies may share (caches under their own lock).
+  T* operator->() const { return value_.get(); }
+  T& operator*() const { return *value_; }
+  /// The value, unshared for a change.
+  T& unshared() {
+    if (value_.use_count() > 1) {
+      if (spare_) *spare_ = *value_, value_ = std::move(spare_);
+      else value_ = std::make_shared<T>(*value_);
+    }
+    return *value_;
+  }
+
+ private:
+  std::shared_ptr<T> value_;
+  std::shared_ptr<T> spare_;  // never copied
 };
 
 struct TaskColumns;   // the simulator's per-task columns, private to lib/graph and lib/simulate
@@ -478,8 +530,16 @@ class Graph {
   friend struct GraphAccess;  // lib/graph/graph_access.hpp: the builders' and the engine's access
   Task& mutable_task(TaskId id) {
     task_columns_.slot().reset();  // the caller may change any field
+    recorded_order_.slot().reset();
     return tasks_[id];
   }
+  /// The tasks the graph held when first asked (removed ones too), by unit, recorded start and
+  /// id: what tasks_by_unit() filters instead of sorting every unit's tasks per call. Neither
+  /// field changes once a task is added (tasks added later come after the prefix it covers);
+  /// thread-safe, shared by copies.
+  std::shared_ptr<const std::vector<TaskId>> recorded_order() const;
+  /// recorded_order() where some reader has built it already, else null.
+  std::shared_ptr<const std::vector<TaskId>> recorded_order_if_built() const { return recorded_order_.get(); }
   /// The fields the simulator reads, as columns; thread-safe, built on first use and kept up
   /// to date by the mutators (shared by copies until one changes them).
   std::shared_ptr<const TaskColumns> task_columns() const;
@@ -501,9 +561,10 @@ class Graph {
   /// that only changes durations copies the task table, not the edges.
   GraphStorage& structure();              // unshared, for changes
   const GraphStorage& structure() const;  // shared, for reading
-  std::shared_ptr<GraphStorage> storage_;
+  CowPtr<GraphStorage> storage_;
   RoomyVector<Task> tasks_;
   SharedCache<TaskColumns> task_columns_;
+  SharedCache<const std::vector<TaskId>> recorded_order_;
   std::unordered_map<std::string, std::uint32_t, StringIndexHash, std::equal_to<>> string_index_;
   std::vector<Unit> units_;
   std::vector<std::string> strings_;

@@ -131,6 +131,10 @@ enum class SimulationMethod : std::uint8_t { automatic, event_engine };
 /// (a cycle), or when a duration or delay is negative.
 SimulationResult simulate(const Graph& graph, const SchedulePolicy& policy = TraceOrderPolicy{},
                           SimulationMethod method = SimulationMethod::automatic);
+/// simulate() into `result`, whose memory it reuses (a sweep's result per thread): every field
+/// ends as simulate() would return it.
+void simulate_into(SimulationResult& result, const Graph& graph, const SchedulePolicy& policy = TraceOrderPolicy{},
+                   SimulationMethod method = SimulationMethod::automatic);
 
 /// Walks back from `last` along binding constraints.
 std::vector<TaskId> critical_path_to(const SimulationResult& result, TaskId last);

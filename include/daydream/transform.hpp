@@ -249,7 +249,7 @@ struct CrossingEdges {
 /// edges into and out of the block (the gaps around it), never the gaps inside it (which belong to
 /// the removed work). CPU tasks go first in trace order, then GPU tasks in reverse trace order,
 /// which keeps the bridging linear in the block's size on chains.
-CrossingEdges remove_block(Graph& graph, std::vector<TaskId> tasks);
+CrossingEdges remove_block(Graph& graph, const std::vector<TaskId>& tasks);
 
 /// Removes a run of consecutive tasks of one chain (in chain order) as one block (remove_block),
 /// and the task after the run follows the task before it with the gap it had after the run: one

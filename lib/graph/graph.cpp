@@ -158,9 +158,9 @@ TaskId launching_call(const Graph& graph, TaskId gpu_task) {
 }
 
 GraphStorage& Graph::structure() {
-  if (storage_.use_count() > 1) storage_ = std::make_shared<GraphStorage>(*storage_);
-  storage_->table.reset();  // the caller may change edges
-  return *storage_;
+  GraphStorage& storage = storage_.unshared();
+  storage.drop_table();  // the caller may change edges
+  return storage;
 }
 
 namespace {
@@ -178,21 +178,22 @@ void add_reverse_rows(EdgeTable& table) {
       table.in_edges[next[table.target[i]]++] = InEdge{table.delay_ns[i], source, table.start_to_start[i]};
 }
 
-/// EdgeTable::unchained_units of a table whose order is set.
-std::vector<UnitId> unchained_units(const EdgeTable& table, const std::vector<Task>& tasks) {
+/// EdgeTable::unchained_units of a table whose order is set (read from the task columns: the
+/// walk in topological order would otherwise miss the cache on every task record).
+std::vector<UnitId> unchained_units(const EdgeTable& table, const TaskColumns& tasks) {
   std::vector<TaskId> last;  // per unit: its last live task so far
   std::vector<std::uint8_t> unchained;
   for (const TaskId t : table.topological) {
-    const Task& task = tasks[t];
-    if (task.removed) continue;
-    if (task.unit >= last.size()) last.resize(task.unit + 1, kNoTask), unchained.resize(task.unit + 1, 0);
-    const TaskId before = last[task.unit];
-    last[task.unit] = t;
-    if (before == kNoTask || unchained[task.unit]) continue;
+    if (tasks.removed[t]) continue;
+    const UnitId unit = tasks.unit[t];
+    if (unit >= last.size()) last.resize(unit + 1, kNoTask), unchained.resize(unit + 1, 0);
+    const TaskId before = last[unit];
+    last[unit] = t;
+    if (before == kNoTask || unchained[unit]) continue;
     bool joined = false;
     for (auto i = table.in_first[t]; i < table.in_first[t + 1] && !joined; ++i)
       joined = table.in_edges[i].source == before;
-    unchained[task.unit] = !joined;
+    unchained[unit] = !joined;
   }
   std::vector<UnitId> units;
   for (UnitId u = 0; u < unchained.size(); ++u)
@@ -236,13 +237,15 @@ std::shared_ptr<const EdgeTable> Graph::edge_table() const {
   std::lock_guard lock(storage_->table_mutex);
   if (storage_->table) return storage_->table;
   const EdgeStore& edges = structure().edges;
-  auto table = std::make_shared<EdgeTable>();
+  // The memory of a table the structure dropped, where there is one (every field is refilled).
+  std::shared_ptr<EdgeTable> table = storage_->spare_table ? std::move(storage_->spare_table) : std::make_shared<EdgeTable>();
   const auto n = num_tasks();
   table->first.assign(n + 1, 0);
   table->in_degree.assign(n, 0);
-  table->target.reserve(edges.num_edges());
-  table->delay_ns.reserve(edges.num_edges());
-  table->start_to_start.reserve(edges.num_edges());
+  const auto empty_with_room = [&](auto& column) { column.clear(), column.reserve(edges.num_edges()); };
+  empty_with_room(table->target);
+  empty_with_room(table->delay_ns);
+  empty_with_room(table->start_to_start);
   for (TaskId v = 0; v < n; ++v) {
     edges.each_out(v, [&](EdgeId e) {
       const TaskId w = edges.target(e);
@@ -259,7 +262,7 @@ std::shared_ptr<const EdgeTable> Graph::edge_table() const {
   table->first_unusable_delay = static_cast<std::size_t>(unusable - table->delay_ns.begin());
   add_reverse_rows(*table);
   table->topological = kahn_order(*table);
-  table->unchained_units = unchained_units(*table, tasks_);
+  table->unchained_units = unchained_units(*table, *task_columns());
   storage_->table = table;
   return table;
 }
@@ -271,16 +274,33 @@ std::shared_ptr<const TaskColumns> Graph::task_columns() const {
     columns->release_ns.reserve(tasks_.size());
     columns->unit.reserve(tasks_.size());
     columns->removed.reserve(tasks_.size());
+    columns->kind.reserve(tasks_.size());
     for (const Task& task : tasks_) columns->append(task);
     return columns;
   });
 }
 
-TaskColumns* Graph::task_columns_for_change() {
-  std::shared_ptr<TaskColumns>& columns = task_columns_.slot();
-  if (columns && columns.use_count() > 1) columns = std::make_shared<TaskColumns>(*columns);
-  return columns.get();
+std::shared_ptr<const std::vector<TaskId>> Graph::recorded_order() const {
+  return recorded_order_.get_or_make([this] {
+    struct Keyed {
+      UnitId unit;
+      TimeNs start;
+      TaskId task;
+    };
+    std::vector<Keyed> keyed;  // read once per task, not once per comparison
+    keyed.reserve(tasks_.size());
+    for (TaskId t = 0; t < tasks_.size(); ++t) keyed.push_back({tasks_[t].unit, tasks_[t].recorded_start_ns, t});
+    std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+      return std::tie(a.unit, a.start, a.task) < std::tie(b.unit, b.start, b.task);
+    });
+    auto order = std::make_shared<std::vector<TaskId>>();
+    order->reserve(keyed.size());
+    for (const Keyed& k : keyed) order->push_back(k.task);
+    return std::shared_ptr<const std::vector<TaskId>>(std::move(order));
+  });
 }
+
+TaskColumns* Graph::task_columns_for_change() { return task_columns_.unshared(); }
 const GraphStorage& Graph::structure() const { return *storage_; }
 
 void Graph::reserve(std::size_t tasks, std::size_t edges) {

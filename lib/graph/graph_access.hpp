@@ -14,9 +14,19 @@ struct GraphAccess {
   static void reserve(Graph& graph, std::size_t tasks, std::size_t edges) { graph.reserve(tasks, edges); }
   /// The simulator's flat copy of the edges (graph/graph_storage.hpp).
   static std::shared_ptr<const EdgeTable> edge_table(const Graph& graph) { return graph.edge_table(); }
-  /// Computes the topological ranks that insert/connect check new edges against, so that copies
-  /// made afterwards inherit them instead of each sorting the graph on its first insert.
-  static void prepare_ranks(Graph& graph) { graph.ensure_ranks(); }
+  /// What copies of a base graph would otherwise each compute on first use: its simulator
+  /// columns, its recorded order (tasks_by_unit) and the topological ranks that insert/connect
+  /// check new edges against (throws Error at a cycle, after the others).
+  static void prepare_for_copies(Graph& graph) {
+    graph.task_columns();
+    graph.recorded_order();
+    graph.ensure_ranks();
+  }
+  /// The tasks by unit and recorded start (Graph::recorded_order, for tasks_by_unit).
+  static std::shared_ptr<const std::vector<TaskId>> recorded_order(const Graph& graph) { return graph.recorded_order(); }
+  static std::shared_ptr<const std::vector<TaskId>> recorded_order_if_built(const Graph& graph) {
+    return graph.recorded_order_if_built();
+  }
   /// The simulator's columns of task fields (graph/graph_storage.hpp).
   static std::shared_ptr<const TaskColumns> task_columns(const Graph& graph) { return graph.task_columns(); }
 };

@@ -67,6 +67,7 @@ struct TaskColumns {
   RoomyVector<TimeNs> release_ns;
   RoomyVector<UnitId> unit;
   RoomyVector<std::uint8_t> removed;
+  RoomyVector<TaskKind> kind;  ///< not read by the simulator: lets Graph::select skip whole kinds
   std::size_t held_by_occupancy = 0;  ///< live tasks with a Task::sm_held_by
   std::size_t held_by_lock = 0;       ///< live tasks with a Task::lock_held_by
   std::size_t unusable = 0;           ///< tasks, removed ones too, whose times are not usable_times()
@@ -77,6 +78,7 @@ struct TaskColumns {
     unusable += !usable_times(task.duration_ns, task.release_ns);
     unit.push_back(task.unit);
     removed.push_back(task.removed ? 1 : 0);
+    kind.push_back(task.kind);
     if (!task.removed) {
       held_by_occupancy += task.sm_held_by != kNoTask;
       held_by_lock += task.lock_held_by != kNoTask;
@@ -106,9 +108,25 @@ struct GraphStorage {
   /// Cache of Graph::edge_table(); dropped whenever the structure is handed out for changes.
   std::mutex table_mutex;
   std::shared_ptr<const EdgeTable> table;
+  /// A dropped table nothing else held, whose memory the next edge_table() refills.
+  std::shared_ptr<EdgeTable> spare_table;
 
   GraphStorage() = default;
   GraphStorage(const GraphStorage& other) : edges(other.edges), ranks(other.ranks) {}
+  /// Copies the structure into this one's memory (CowPtr::unshared); its table goes.
+  GraphStorage& operator=(const GraphStorage& other) {
+    if (this == &other) return *this;
+    edges = other.edges;
+    ranks = other.ranks;
+    drop_table();
+    return *this;
+  }
+  /// Drops the table (the structure changes), keeping it as the spare when unshared. Called
+  /// only by the graph that has this structure to itself.
+  void drop_table() {
+    if (table.use_count() == 1) spare_table = std::const_pointer_cast<EdgeTable>(std::move(table));
+    table.reset();
+  }
 };
 
 }  // namespace daydream

@@ -84,12 +84,13 @@ double Prediction::speedup() const {
 
 namespace {
 
-/// The base graph of many predictions: scenarios that insert tasks check them against its
-/// topological ranks, computed once here rather than once per prediction's copy. A graph with a
-/// cycle has none; its baseline simulation reports the cycle.
+/// The base graph of many predictions: what its copies would each compute on first use
+/// (topological ranks for scenarios that insert tasks, the recorded order of tasks_by_unit) is
+/// computed once here. A graph with a cycle has no ranks; its baseline simulation reports the
+/// cycle.
 Graph ready_for_edits(Graph base) {
   try {
-    GraphAccess::prepare_ranks(base);
+    GraphAccess::prepare_for_copies(base);
   } catch (const Error&) {
   }
   return base;
@@ -119,7 +120,8 @@ Prediction Predictor::predict(const ScenarioSpec& spec) const {
 Prediction Predictor::predict(const ScenarioSpec& spec, Graph& changed, SimulationResult& result) const {
   changed = base_;
   ScenarioOutcome outcome = registry_.apply(changed, spec);
-  result = outcome.policy ? simulate(changed, *outcome.policy) : simulate(changed);
+  if (outcome.policy) simulate_into(result, changed, *outcome.policy);
+  else simulate_into(result, changed);
   Prediction p = compare(spec.text(), changed, result);
   p.notes = std::move(outcome.notes);
   return p;

@@ -5,6 +5,8 @@
 #include <limits>
 
 #include "daydream/report/replay.hpp"
+#include "graph/graph_access.hpp"
+#include "graph/graph_storage.hpp"
 #include "report/iteration_rule_json.hpp"
 #include "report/json_writer.hpp"
 
@@ -68,17 +70,44 @@ void link_neighbours(const Graph& graph, std::vector<IterationSpan>& spans) {
 // Transformations may remove or insert tasks in an iteration, so this is a scan. Each window is
 // anchored on its thread's tasks by the offsets measured at build (Iteration::open_offset_ns,
 // close_offset_ns): the unmodified graph's replay gives the measured times to the ns.
+namespace {
+
+/// Calls visit(t) for every task that may lie on a unit in `units` (others perhaps too): where the
+/// graph's recorded order is built (a Predictor's base and its copies), only the tasks of those
+/// units, one stretch of that order each, and the tasks added since; else every task.
+template <class Visit>
+void each_task_on(const Graph& graph, const std::vector<char>& units, Visit&& visit) {
+  const auto order = GraphAccess::recorded_order_if_built(graph);
+  if (!order) {
+    for (TaskId t = 0; t < graph.num_tasks(); ++t) visit(t);
+    return;
+  }
+  const auto columns = GraphAccess::task_columns(graph);
+  for (UnitId u = 0; u < units.size(); ++u) {
+    if (!units[u]) continue;
+    auto at = std::partition_point(order->begin(), order->end(), [&](TaskId t) { return columns->unit[t] < u; });
+    for (; at != order->end() && columns->unit[*at] == u; ++at) visit(*at);
+  }
+  for (auto t = static_cast<TaskId>(order->size()); t < graph.num_tasks(); ++t)
+    if (units[columns->unit[t]]) visit(t);
+}
+
+}  // namespace
+
 std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const SimulationResult& result) {
   const auto& iterations = graph.iterations();
   std::vector<std::pair<TimeNs, TimeNs>> span(iterations.size(), {std::numeric_limits<TimeNs>::max(), -1});
-  for (TaskId t = 0; t < graph.num_tasks(); ++t) {
+  std::vector<char> marking(graph.units().size(), 0);  // the units whose tasks open and close iterations
+  for (const Iteration& it : iterations)
+    if (it.first_task != kNoTask) marking[graph.task(it.first_task).unit] = 1;
+  each_task_on(graph, marking, [&](TaskId t) {  // a min and a max: the order of the visits does not matter
     const Task& task = graph.task(t);
-    if (task.removed || task.iteration < 0 || static_cast<std::size_t>(task.iteration) >= iterations.size()) continue;
+    if (task.removed || task.iteration < 0 || static_cast<std::size_t>(task.iteration) >= iterations.size()) return;
     const Iteration& it = iterations[static_cast<std::size_t>(task.iteration)];
-    if (it.first_task == kNoTask || task.unit != graph.task(it.first_task).unit) continue;
+    if (it.first_task == kNoTask || task.unit != graph.task(it.first_task).unit) return;
     auto& s = span[static_cast<std::size_t>(task.iteration)];
     s = {std::min(s.first, result.start_ns[t]), std::max(s.second, result.end_ns[t])};
-  }
+  });
   std::vector<IterationSpan> out;
   for (std::size_t i = 0; i < span.size(); ++i)
     if (span[i].second >= 0)

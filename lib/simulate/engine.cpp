@@ -278,24 +278,47 @@ bool priorities_needed_only_by_engine(const SchedulePolicy& policy) {
 
 }  // namespace
 
+namespace {
+
+/// A result with every field as a fresh one has it, holding the memory of `old`'s arrays.
+SimulationResult emptied(SimulationResult&& old) {
+  SimulationResult result;
+  const auto take = [](auto& to, auto& from) { to = std::move(from), to.clear(); };
+  take(result.start_ns, old.start_ns);
+  take(result.end_ns, old.end_ns);
+  take(result.binding, old.binding);
+  take(result.cause, old.cause);
+  take(result.units, old.units);
+  take(result.critical_path, old.critical_path);
+  return result;
+}
+
+}  // namespace
+
 SimulationResult simulate(const Graph& graph, const SchedulePolicy& policy, SimulationMethod method) {
+  SimulationResult result;
+  simulate_into(result, graph, policy, method);
+  return result;
+}
+
+void simulate_into(SimulationResult& result, const Graph& graph, const SchedulePolicy& policy, SimulationMethod method) {
   sim::CompiledGraph compiled = sim::compile(graph);
   // Other policies' priorities are computed up front either way, so that one that cannot rank
   // every task fails the same whichever simulator runs.
   bool lazy_priorities = priorities_needed_only_by_engine(policy);
   if (!lazy_priorities) sim::add_priorities(graph, policy, compiled);
   if (method == SimulationMethod::automatic) {
-    SimulationResult result;
+    result = emptied(std::move(result));
     if (compiled.edges->unchained_units.empty()) {
-      if (sim::run_static_order(graph, compiled, result)) return result;
+      if (sim::run_static_order(graph, compiled, result)) return;
     } else if (!policy.by_ready_time()) {  // units in priority order, where the engine agrees
       if (lazy_priorities) sim::add_priorities(graph, policy, compiled);
       lazy_priorities = false;
-      if (sim::run_static_order_with_chains(graph, compiled, result)) return result;
+      if (sim::run_static_order_with_chains(graph, compiled, result)) return;
     }
   }
   if (lazy_priorities) sim::add_priorities(graph, policy, compiled);
-  return sim::run_event_engine(graph, std::move(compiled));
+  result = sim::run_event_engine(graph, std::move(compiled));
 }
 
 std::vector<TaskId> critical_path_to(const SimulationResult& result, TaskId last) {

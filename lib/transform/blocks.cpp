@@ -49,6 +49,28 @@ void zero_delays_within(Graph& graph, const std::vector<TaskId>& tasks, const st
     });
 }
 
+// The order remove_block takes a block's tasks in: CPU tasks first, earliest first, then GPU
+// tasks, latest first (ties by id, the other way round for GPU tasks). Keys are read once per
+// task, not once per comparison.
+std::vector<TaskId> removal_order(const Graph& graph, const std::vector<TaskId>& tasks) {
+  struct Keyed {
+    std::tuple<bool, TimeNs, std::int64_t> key;
+    TaskId task;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(tasks.size());
+  for (TaskId t : tasks) {
+    const bool gpu = graph.units()[graph.task(t).unit].kind != UnitKind::cpu_thread;
+    const TimeNs start = graph.task(t).recorded_start_ns;
+    keyed.push_back({{gpu, gpu ? -start : start, gpu ? -static_cast<std::int64_t>(t) : t}, t});
+  }
+  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
+  std::vector<TaskId> order;
+  order.reserve(keyed.size());
+  for (const Keyed& k : keyed) order.push_back(k.task);
+  return order;
+}
+
 }  // namespace
 
 ChainSpot chain_spot(const Graph& graph, TaskId first, const std::vector<char>& in_block) {
@@ -80,23 +102,21 @@ void zero_inner_delays(Graph& graph, const std::vector<TaskId>& tasks) {
   zero_delays_within(graph, tasks, task_mask(graph, tasks));
 }
 
-CrossingEdges remove_block(Graph& graph, std::vector<TaskId> tasks) {
+CrossingEdges remove_block(Graph& graph, const std::vector<TaskId>& tasks) {
   const auto in_block = task_mask(graph, tasks);
   zero_delays_within(graph, tasks, in_block);
   CrossingEdges crossing;
   for (TaskId t : tasks) {
-    for (const auto& s : graph.successors(t))
-      if (!in_block[s.task]) crossing.out.push_back({t, s.task, s.edge});
-    for (const auto& p : graph.predecessors(t))
-      if (!in_block[p.task]) crossing.in.push_back({p.task, t, p.edge});
+    graph.visit_successors(t, [&](TaskId s, const Edge& e) {
+      if (!in_block[s]) crossing.out.push_back({t, s, e});
+      return true;
+    });
+    graph.visit_predecessors(t, [&](TaskId p, const Edge& e) {
+      if (!in_block[p]) crossing.in.push_back({p, t, e});
+      return true;
+    });
   }
-  auto key = [&](TaskId t) {
-    const bool gpu = graph.units()[graph.task(t).unit].kind != UnitKind::cpu_thread;
-    const TimeNs start = graph.task(t).recorded_start_ns;
-    return std::tuple(gpu, gpu ? -start : start, gpu ? -static_cast<std::int64_t>(t) : t);
-  };
-  std::sort(tasks.begin(), tasks.end(), [&](TaskId a, TaskId b) { return key(a) < key(b); });
-  for (TaskId t : tasks) graph.remove(t);
+  for (TaskId t : removal_order(graph, tasks)) graph.remove(t);
   return crossing;
 }
 

@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "common/pattern.hpp"
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "daydream/transform.hpp"
+#include "graph/graph_storage.hpp"  // TaskColumns
 
 namespace daydream {
 
@@ -114,7 +116,14 @@ class TaskSelector {
  public:
   TaskSelector(const Graph& graph, const TaskFilter& f)
       : graph_(graph), f_(f), names_(graph, f.names_, "name"), names_not_(graph, f.names_not_, "name"),
-        ops_(graph, f.ops_, "op"), layers_(graph, f.layers_, "layer"), within_(graph, f.within_) {}
+        ops_(graph, f.ops_, "op"), layers_(graph, f.layers_, "layer"), within_(graph, f.within_) {
+    for (std::size_t k = 0; k < kTaskKindCount; ++k)
+      kinds_[k] = allowed(f.kinds_, static_cast<TaskKind>(k));
+  }
+
+  /// Whether a live task of this kind may pass: what select() asks of the task columns before
+  /// reading a task's record (a 120-byte read per task, where most filters want one kind).
+  bool may_pass(TaskKind kind) const { return kinds_[static_cast<std::size_t>(kind)]; }
 
   bool operator()(TaskId id) {
     const Task& t = graph_.task(id);
@@ -134,6 +143,7 @@ class TaskSelector {
  private:
   const Graph& graph_;
   const TaskFilter& f_;
+  std::array<bool, kTaskKindCount> kinds_{};
   PatternCache names_, names_not_, ops_, layers_;
   RangeIndex within_;
 };
@@ -142,9 +152,10 @@ bool TaskFilter::matches(const Graph& graph, TaskId task) const { return TaskSel
 
 TaskSet Graph::select(const TaskFilter& filter) {
   TaskSelector selector(*this, filter);
+  const auto columns = task_columns();
   std::vector<TaskId> ids;
   for (TaskId t = 0; t < num_tasks(); ++t)
-    if (selector(t)) ids.push_back(t);
+    if (!columns->removed[t] && selector.may_pass(columns->kind[t]) && selector(t)) ids.push_back(t);
   return TaskSet(*this, std::move(ids));
 }
 

@@ -5,6 +5,8 @@
 
 #include "common/pattern.hpp"
 #include "daydream/transform.hpp"
+#include "graph/graph_access.hpp"
+#include "graph/graph_storage.hpp"
 
 namespace daydream {
 namespace {
@@ -83,13 +85,32 @@ std::vector<TaskId> launched_by(const Graph& graph, const std::vector<TaskId>& c
 }
 
 std::vector<std::vector<TaskId>> tasks_by_unit(const Graph& graph) {
+  // The graph's recorded order covers the tasks it held when first asked; tasks added since
+  // (a what-if's) are sorted here and merged in. Within a unit: by recorded start, then id.
+  const auto order = GraphAccess::recorded_order(graph);
+  const auto columns = GraphAccess::task_columns(graph);
   std::vector<std::vector<TaskId>> by_unit(graph.units().size());
-  for (TaskId t = 0; t < graph.num_tasks(); ++t)
-    if (!graph.removed(t)) by_unit[graph.task(t).unit].push_back(t);
-  for (auto& list : by_unit)
-    std::stable_sort(list.begin(), list.end(), [&](TaskId a, TaskId b) {
-      return graph.task(a).recorded_start_ns < graph.task(b).recorded_start_ns;
-    });
+  for (const TaskId t : *order)
+    if (!columns->removed[t]) by_unit[columns->unit[t]].push_back(t);
+  std::vector<TaskId> added;
+  for (auto t = static_cast<TaskId>(order->size()); t < graph.num_tasks(); ++t)
+    if (!columns->removed[t]) added.push_back(t);
+  if (added.empty()) return by_unit;
+  const auto earlier = [&](TaskId a, TaskId b) {
+    return std::pair(graph.task(a).recorded_start_ns, a) < std::pair(graph.task(b).recorded_start_ns, b);
+  };
+  std::sort(added.begin(), added.end(), [&](TaskId a, TaskId b) {
+    return graph.task(a).unit != graph.task(b).unit ? graph.task(a).unit < graph.task(b).unit : earlier(a, b);
+  });
+  for (auto from = added.begin(); from != added.end();) {
+    const UnitId unit = graph.task(*from).unit;
+    const auto to = std::find_if(from, added.end(), [&](TaskId t) { return graph.task(t).unit != unit; });
+    std::vector<TaskId>& list = by_unit[unit];
+    const auto middle = static_cast<std::ptrdiff_t>(list.size());
+    list.insert(list.end(), from, to);
+    std::inplace_merge(list.begin(), list.begin() + middle, list.end(), earlier);
+    from = to;
+  }
   return by_unit;
 }
 

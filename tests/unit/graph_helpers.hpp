@@ -8,6 +8,7 @@
 
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
+#include "daydream/simulate.hpp"
 
 namespace daydream::test {
 
@@ -28,6 +29,29 @@ inline std::optional<Edge> edge_between(const Graph& g, TaskId from, TaskId to) 
 }
 
 inline std::int64_t count_of(const Graph& g, EdgeType type) { return g.edge_counts()[static_cast<std::size_t>(type)]; }
+
+/// Two results schedule every task alike: times, bindings, causes, unit usage, the critical path
+/// and the waits counted (not which simulator ran).
+inline void check_same_schedule(const SimulationResult& a, const SimulationResult& b) {
+  REQUIRE(a.start_ns == b.start_ns);
+  REQUIRE(a.end_ns == b.end_ns);
+  REQUIRE(a.binding == b.binding);
+  REQUIRE(a.cause == b.cause);
+  REQUIRE(a.critical_path == b.critical_path);
+  REQUIRE(a.makespan_ns == b.makespan_ns);
+  REQUIRE(a.events_processed == b.events_processed);
+  CHECK(a.occupancy_holds == b.occupancy_holds);
+  CHECK(a.occupancy_hold_ns == b.occupancy_hold_ns);
+  CHECK(a.lock_waits == b.lock_waits);
+  CHECK(a.lock_wait_ns == b.lock_wait_ns);
+  REQUIRE(a.units.size() == b.units.size());
+  for (std::size_t u = 0; u < a.units.size(); ++u) {
+    CHECK(a.units[u].busy_ns == b.units[u].busy_ns);
+    CHECK(a.units[u].tasks == b.units[u].tasks);
+    CHECK(a.units[u].first_start_ns == b.units[u].first_start_ns);
+    CHECK(a.units[u].last_end_ns == b.units[u].last_end_ns);
+  }
+}
 
 inline Graph graph_of(const std::string& json, const GraphOptions& options = {}) {
   return build_graph(parse_kineto_json(json, "test.json"), options);

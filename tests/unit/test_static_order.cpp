@@ -15,34 +15,18 @@
 #include "daydream/scenario.hpp"
 #include "daydream/simulate.hpp"
 #include "shared_traces.hpp"
+#include "unit/graph_helpers.hpp"
 
 using namespace daydream;
 
 namespace {
-
-void check_same(const SimulationResult& fast, const SimulationResult& engine) {
-  REQUIRE(fast.start_ns == engine.start_ns);
-  REQUIRE(fast.end_ns == engine.end_ns);
-  REQUIRE(fast.binding == engine.binding);
-  REQUIRE(fast.cause == engine.cause);
-  REQUIRE(fast.critical_path == engine.critical_path);
-  REQUIRE(fast.makespan_ns == engine.makespan_ns);
-  REQUIRE(fast.events_processed == engine.events_processed);
-  REQUIRE(fast.units.size() == engine.units.size());
-  for (std::size_t u = 0; u < fast.units.size(); ++u) {
-    CHECK(fast.units[u].busy_ns == engine.units[u].busy_ns);
-    CHECK(fast.units[u].tasks == engine.units[u].tasks);
-    CHECK(fast.units[u].first_start_ns == engine.units[u].first_start_ns);
-    CHECK(fast.units[u].last_end_ns == engine.units[u].last_end_ns);
-  }
-}
 
 /// Simulates both ways; returns whether the automatic choice took the static-order pass.
 bool same_both_ways(const Graph& graph, const SchedulePolicy& policy = TraceOrderPolicy{}) {
   const SimulationResult fast = simulate(graph, policy);
   const SimulationResult engine = simulate(graph, policy, SimulationMethod::event_engine);
   CHECK_FALSE(engine.static_order);
-  check_same(fast, engine);
+  test::check_same_schedule(fast, engine);
   return fast.static_order;
 }
 

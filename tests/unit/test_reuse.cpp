@@ -1,0 +1,210 @@
+// What a sweep reuses from one scenario to the next, checked against doing without it: a graph
+// assigned over refills the memory of its former structure, columns and edge table; a result
+// simulated into refills its arrays; the recorded order of a base graph stands in for sorting
+// each unit's tasks (tasks_by_unit, iteration spans). Each must give exactly what a fresh copy,
+// a fresh result or a full sort gives, and leave the graphs it shares with unchanged.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <random>
+
+#include "daydream/ingest.hpp"
+#include "daydream/report/replay.hpp"
+#include "daydream/scenario.hpp"
+#include "daydream/simulate.hpp"
+#include "daydream/transform.hpp"
+#include "graph/graph_access.hpp"
+#include "shared_traces.hpp"
+#include "unit/graph_helpers.hpp"
+
+using namespace daydream;
+
+namespace {
+
+/// Random DAG: `units` units whose tasks are chained in id order (as a trace's are), plus random
+/// forward edges across units; recorded starts tie often.
+Graph random_chained_graph(std::mt19937& rng, int units, int tasks) {
+  Graph g;
+  for (int u = 0; u < units; ++u)
+    g.add_unit({u % 2 ? UnitKind::gpu_stream : UnitKind::cpu_thread, fmt::format("u{}", u), 1, u});
+  auto pick = [&](int max) { return std::uniform_int_distribution<int>(0, max)(rng); };
+  std::vector<TaskId> last(static_cast<std::size_t>(units), kNoTask);
+  for (int i = 0; i < tasks; ++i) {
+    Task t;
+    t.unit = static_cast<UnitId>(pick(units - 1));
+    t.kind = t.unit % 2 ? TaskKind::kernel : TaskKind::runtime;
+    t.duration_ns = pick(9);
+    t.recorded_start_ns = pick(30);
+    t.name = g.intern(fmt::format("t{}", i % 7));
+    const TaskId id = g.add_task(t);
+    TaskId& ahead = last[t.unit];
+    if (ahead != kNoTask) g.add_edge(ahead, id, {EdgeType::cpu_sequential, Timing::finish_to_start, pick(3), false});
+    ahead = id;
+    if (id > 0 && pick(2) == 0) {
+      const auto from = static_cast<TaskId>(pick(static_cast<int>(id) - 1));
+      if (g.task(from).unit != t.unit) g.add_edge(from, id, {EdgeType::launch, Timing::start_to_start, pick(3), false});
+    }
+  }
+  return g;
+}
+
+/// A random edit, the same for equal seeds: durations, removals (one by one and as a block) and
+/// inserted tasks.
+void random_edit(Graph& g, unsigned seed) {
+  std::mt19937 rng(seed);
+  auto pick = [&](std::size_t max) { return std::uniform_int_distribution<std::size_t>(0, max)(rng); };
+  const auto n = static_cast<TaskId>(g.num_tasks());
+  g.select(TaskFilter().kind(TaskKind::kernel)).scale(0.5 + 0.1 * static_cast<double>(pick(5)));
+  std::vector<TaskId> block;
+  for (TaskId t = 0; t < n; ++t)
+    if (pick(9) == 0 && !g.removed(t)) block.push_back(t);
+  if (pick(1) == 0) remove_block(g, block);
+  else
+    for (TaskId t : block) g.remove(t);
+  for (int k = 0; k < 3; ++k) {
+    const auto at = static_cast<TaskId>(pick(n - 1));
+    if (g.removed(at)) continue;
+    NewTask task = NewTask::of(fmt::format("new{}", k), TaskKind::kernel, static_cast<TimeNs>(pick(9)), -1, Phase::unknown);
+    task.unit = g.task(at).unit;
+    task.after = {at};
+    g.insert(task);
+  }
+}
+
+void check_same_result(const SimulationResult& a, const SimulationResult& b) {
+  test::check_same_schedule(a, b);
+  CHECK(a.static_order == b.static_order);
+}
+
+/// tasks_by_unit's contract, by brute force: live tasks per unit by recorded start, ties by id.
+std::vector<std::vector<TaskId>> sorted_by_unit(const Graph& g) {
+  std::vector<std::vector<TaskId>> by_unit(g.units().size());
+  for (TaskId t = 0; t < g.num_tasks(); ++t)
+    if (!g.removed(t)) by_unit[g.task(t).unit].push_back(t);
+  for (auto& list : by_unit)
+    std::stable_sort(list.begin(), list.end(),
+                     [&](TaskId a, TaskId b) { return g.task(a).recorded_start_ns < g.task(b).recorded_start_ns; });
+  return by_unit;
+}
+
+}  // namespace
+
+TEST_CASE("a graph assigned over reuses its old memory and equals a fresh copy", "[transform][reuse]") {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 40; ++round) {
+    INFO("round " << round);
+    Graph base = random_chained_graph(rng, 4, 60);
+    (void)simulate(base);  // builds the columns and the edge table that copies share
+    const std::uint64_t base_print = base.fingerprint();
+    const auto base_edges = base.edges().size();
+    const SimulationResult base_result = simulate(base);
+    Graph scratch;
+    SimulationResult reused;
+    for (unsigned edit = 0; edit < 6; ++edit) {
+      INFO("edit " << edit);
+      scratch = base;  // keeps the last edit's structure, columns and table aside
+      Graph fresh = base;
+      random_edit(scratch, 100 * static_cast<unsigned>(round) + edit);
+      random_edit(fresh, 100 * static_cast<unsigned>(round) + edit);
+      REQUIRE(scratch.fingerprint() == fresh.fingerprint());
+      simulate_into(reused, scratch);
+      check_same_result(reused, simulate(fresh));
+    }
+    CHECK(base.fingerprint() == base_print);  // nothing reached the graph the scratch copies shared
+    CHECK(base.edges().size() == base_edges);
+    check_same_result(simulate(base), base_result);
+  }
+}
+
+TEST_CASE("a result simulated into is the fresh result, whatever it held before", "[simulate][reuse]") {
+  // Two threads; the second's call waited for the driver lock the first's held (engine only).
+  Graph locked;
+  const UnitId t1 = locked.add_unit({UnitKind::cpu_thread, "t1", 1, 1});
+  const UnitId t2 = locked.add_unit({UnitKind::cpu_thread, "t2", 1, 2});
+  Task holder;
+  holder.kind = TaskKind::runtime;
+  holder.unit = t1;
+  holder.duration_ns = 100;
+  const TaskId held_by = locked.add_task(holder);
+  Task waiter = holder;
+  waiter.unit = t2;
+  waiter.duration_ns = 10;
+  waiter.release_ns = 5;
+  const TaskId waiting = locked.add_task(waiter);
+  GraphAccess::task(locked, waiting).lock_held_by = held_by;
+  Graph chain;
+  const UnitId cpu = chain.add_unit({UnitKind::cpu_thread, "cpu", 1, 1});
+  Task step = holder;
+  step.unit = cpu;
+  const TaskId first = chain.add_task(step);
+  const TaskId second = chain.add_task(step);
+  chain.add_edge(first, second, {EdgeType::cpu_sequential, Timing::finish_to_start, 3, false});
+
+  const SimulationResult engine = simulate(locked);
+  REQUIRE(engine.lock_waits == 1);
+  REQUIRE_FALSE(engine.static_order);
+  SimulationResult reused = engine;
+  simulate_into(reused, chain);  // a static pass over what an engine run left
+  check_same_result(reused, simulate(chain));
+  CHECK(reused.lock_waits == 0);
+  CHECK(reused.end_ns == std::vector<TimeNs>{100, 203});
+  simulate_into(reused, locked);
+  check_same_result(reused, engine);
+  simulate_into(reused, chain, TraceOrderPolicy{}, SimulationMethod::event_engine);
+  check_same_result(reused, simulate(chain, TraceOrderPolicy{}, SimulationMethod::event_engine));
+}
+
+TEST_CASE("tasks by unit from the recorded order equal a full sort, with tasks added and removed since",
+          "[transform][reuse]") {
+  std::mt19937 rng(5);
+  for (int round = 0; round < 40; ++round) {
+    INFO("round " << round);
+    Graph g = random_chained_graph(rng, 3, 50);
+    const bool prepared = round % 2 == 0;  // half with the order built before the edits
+    if (prepared) (void)GraphAccess::recorded_order(g);
+    Graph copy = g;
+    random_edit(copy, static_cast<unsigned>(round));
+    Task late;  // a task added without edges, recorded before every other
+    late.unit = 1;
+    late.kind = TaskKind::kernel;
+    late.recorded_start_ns = -5;
+    copy.add_task(late);
+    CHECK(tasks_by_unit(copy) == sorted_by_unit(copy));
+    CHECK(tasks_by_unit(g) == sorted_by_unit(g));  // the original, its order shared, unchanged
+    // select reads kinds from the columns: removed kernels never, inserted ones always
+    std::vector<TaskId> kernels;
+    for (TaskId t = 0; t < copy.num_tasks(); ++t)
+      if (!copy.removed(t) && copy.task(t).kind == TaskKind::kernel) kernels.push_back(t);
+    CHECK(copy.select(TaskFilter().kind(TaskKind::kernel)).ids() == kernels);
+  }
+}
+
+TEST_CASE("iteration spans from the recorded order equal those of a full scan, after what-ifs",
+          "[report][reuse][real]") {
+  SKIP_WITHOUT_SHARED_TRACES();
+  const auto traces = test::traces_at("resnet50-v100-dataloader/workers0");
+  REQUIRE_FALSE(traces.empty());
+  const Graph built = build_graph(load_trace(traces.front()));
+  REQUIRE(built.iterations().size() >= 2);
+  for (const std::string spec : {"amp", "cuda_graphs", "dataloader_workers:workers=4", "fused_adam"}) {
+    INFO(spec);
+    Graph scanned = built, ordered = built;
+    (void)GraphAccess::recorded_order(ordered);  // only this copy has the order
+    REQUIRE(GraphAccess::recorded_order_if_built(scanned) == nullptr);
+    apply_scenario(scanned, parse_scenario_spec(spec));
+    apply_scenario(ordered, parse_scenario_spec(spec));
+    (void)GraphAccess::task(scanned, 0);  // drops what a what-if built on the way (RangeTasks sorts)
+    REQUIRE(GraphAccess::recorded_order_if_built(scanned) == nullptr);
+    REQUIRE(ordered.num_tasks() == scanned.num_tasks());
+    const SimulationResult result = simulate(scanned);
+    const auto by_scan = simulated_iteration_spans(scanned, result);
+    const auto by_order = simulated_iteration_spans(ordered, result);
+    REQUIRE(by_scan.size() == by_order.size());
+    for (std::size_t i = 0; i < by_scan.size(); ++i) {
+      CHECK(by_scan[i].index == by_order[i].index);
+      CHECK(by_scan[i].start_ns == by_order[i].start_ns);
+      CHECK(by_scan[i].end_ns == by_order[i].end_ns);
+    }
+  }
+}
