@@ -90,7 +90,9 @@ std::optional<Captured> capture(Graph& graph, const std::vector<TaskId>& piece, 
   const Task& anchor = graph.task(piece.front());
   NewTask call = NewTask::of("cudaGraphLaunch", TaskKind::runtime, launch_ns, anchor.iteration, anchor.phase);
   call.unit = anchor.unit;
-  zero_inner_delays(graph, piece);
+  // Edges inside the piece lose their delays; remove_block does so for the block itself, so only
+  // a piece with kept queue waits needs the pass over all of it.
+  if (!waits.empty()) zero_inner_delays(graph, piece);
   const ChainSpot at = chain_spot(graph, piece.front(), task_mask(graph, block));
   remove_block(graph, block);
   for (TaskId t : waits) graph.set_duration(t, 0), graph.rename(t, "launch-queue wait (captured by cuda_graphs)");
