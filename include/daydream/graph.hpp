@@ -271,6 +271,27 @@ class BasicNeighborVisitor {
 using NeighborVisitor = BasicNeighborVisitor<const Edge&>;
 using EdgeUpdater = BasicNeighborVisitor<Edge&>;  ///< may change the edges it visits
 
+namespace detail {
+
+/// Sets `value` aside in `spare` when nothing else holds it, so that its memory serves a later
+/// copy (the copy-on-write holders below and GraphStorage's edge table); either way `value` goes.
+template <class T, class U>
+void keep_if_sole(std::shared_ptr<U>& value, std::shared_ptr<T>& spare) {
+  if (value.use_count() == 1) spare = std::const_pointer_cast<T>(std::move(value));
+  value.reset();
+}
+
+/// Makes `value` (not null) its holder's own: a value copies share is copied, into the memory of
+/// `spare` where there is one (T's copy-assignment: vectors keep their capacity).
+template <class T>
+void unshare(std::shared_ptr<T>& value, std::shared_ptr<T>& spare) {
+  if (value.use_count() <= 1) return;
+  if (spare) *spare = *value, value = std::move(spare);
+  else value = std::make_shared<T>(*value);
+}
+
+}  // namespace detail
+
 /// A value computed from a graph on demand and shared by its copies: the first reader builds it
 /// (thread-safe); a change of the graph updates or drops it through slot().
 template <class T>
@@ -285,7 +306,7 @@ class SharedCache {
     if (this == &other) return *this;
     std::shared_ptr<T> value = other.get();
     if constexpr (!std::is_const_v<T>)
-      if (value != value_ && value_.use_count() == 1) spare_ = std::move(value_);
+      if (value != value_) detail::keep_if_sole(value_, spare_);
     value_ = std::move(value);
     return *this;
   }
@@ -310,10 +331,7 @@ class SharedCache {
   /// first, into the memory of one this cache was assigned over where there is one (T's
   /// copy-assignment: vectors keep their capacity) rather than into fresh memory.
   T* unshared() {
-    if (value_.use_count() > 1) {
-      if (spare_) *spare_ = *value_, value_ = std::move(spare_);
-      else value_ = std::make_shared<T>(*value_);
-    }
+    if (value_) detail::unshare(value_, spare_);
     return value_.get();
   }
 
@@ -336,7 +354,7 @@ class CowPtr {
   CowPtr(const CowPtr& other) : value_(other.value_) {}
   CowPtr(CowPtr&&) noexcept = default;
   CowPtr& operator=(const CowPtr& other) {
-    if (value_ != other.value_ && value_.use_count() == 1) spare_ = std::move(value_);
+    if (value_ != other.value_) detail::keep_if_sole(value_, spare_);
     value_ = other.value_;
     return *this;
   }
@@ -346,10 +364,7 @@ class CowPtr {
   T& operator*() const { return *value_; }
   /// The value, unshared for a change.
   T& unshared() {
-    if (value_.use_count() > 1) {
-      if (spare_) *spare_ = *value_, value_ = std::move(spare_);
-      else value_ = std::make_shared<T>(*value_);
-    }
+    detail::unshare(value_, spare_);
     return *value_;
   }
 

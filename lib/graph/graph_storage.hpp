@@ -123,10 +123,7 @@ struct GraphStorage {
   }
   /// Drops the table (the structure changes), keeping it as the spare when unshared. Called
   /// only by the graph that has this structure to itself.
-  void drop_table() {
-    if (table.use_count() == 1) spare_table = std::const_pointer_cast<EdgeTable>(std::move(table));
-    table.reset();
-  }
+  void drop_table() { detail::keep_if_sole(table, spare_table); }
 };
 
 }  // namespace daydream
