@@ -97,16 +97,21 @@ def cli() -> str:
     return path
 
 
-def releases_gil(call, tries: int) -> bool:
-    """True when the main thread ran while `call()` (repeated up to `tries` times on a worker
-    thread) was inside C++: with a huge switch interval the main thread's counter can only move
-    while the worker has released the GIL."""
+def releases_gil(call, tries: int, seconds: float = 1.0) -> bool:
+    """True when the main thread ran while `call()` (repeated on a worker thread, at least `tries`
+    times and for at least `seconds`) was inside C++: with a huge switch interval the main thread's
+    counter can only move while the worker has released the GIL. The time floor is what makes a
+    call that does release it pass under load: a main thread the OS does not schedule during the
+    worker's first `tries` calls (ctest -j runs other tests beside this one) gets more chances."""
     counter, moved, done = [0], [], threading.Event()
 
     def worker():
-        for _ in range(tries):
+        deadline = time.monotonic() + seconds
+        calls = 0
+        while calls < tries or time.monotonic() < deadline:
             before = counter[0]
             call()
+            calls += 1
             if counter[0] != before:
                 moved.append(counter[0] - before)
                 break
