@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "common/huge_pages.hpp"
 #include "daydream/error.hpp"
 
 namespace daydream {
@@ -23,10 +24,10 @@ TaskId EdgeStore::add_vertex() {
 }
 
 void EdgeStore::reserve(std::size_t vertices, std::size_t edges) {
-  records_.reserve(edges);
+  reserve_dense(records_, edges);
   for (Rows* rows : {&out_, &in_}) {
-    rows->rows.reserve(vertices);
-    rows->slots.reserve(edges + edges / 2);  // rows that outgrow their room leave slots behind
+    reserve_dense(rows->rows, vertices);
+    reserve_dense(rows->slots, edges + edges / 2);  // rows that outgrow their room leave slots behind
   }
 }
 

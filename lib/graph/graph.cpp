@@ -8,6 +8,7 @@
 #include <queue>
 #include <tuple>
 
+#include "common/huge_pages.hpp"
 #include "daydream/error.hpp"
 #include "graph/graph_storage.hpp"
 
@@ -304,7 +305,7 @@ TaskColumns* Graph::task_columns_for_change() { return task_columns_.unshared();
 const GraphStorage& Graph::structure() const { return *storage_; }
 
 void Graph::reserve(std::size_t tasks, std::size_t edges) {
-  tasks_.reserve(tasks);
+  reserve_dense(tasks_, tasks);
   structure().edges.reserve(tasks, edges);
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <new>
 
+#include "common/huge_pages.hpp"
 #include "common/paths.hpp"
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
@@ -30,6 +31,7 @@ std::string read_raw(const std::filesystem::path& path) {
                 fmt::format("{} bytes: more than the {} daydream reads (kMaxDecodedBytes)", size, kMaxDecodedBytes));
   std::string data;
   data.reserve(size + kInputPadding);
+  advise_huge_pages(data.data(), data.capacity());
   data.resize(size);
   if (size > 0 && !in.read(data.data(), static_cast<std::streamsize>(size)))
     throw Error(path.string(), Error::kNoEvent, "", "read failed");
@@ -85,6 +87,7 @@ std::string gunzip(const std::string& data, const std::string& file) {
     const std::size_t out_pos = out.size();
     for (;;) {
       out.reserve(out_pos + capacity + kInputPadding);
+      advise_huge_pages(out.data(), out.capacity());
       out.resize(out_pos + capacity);
       std::size_t in_used = 0, out_size = 0;
       const auto result = libdeflate_gzip_decompress_ex(inflater.get(), data.data() + in_pos, data.size() - in_pos,

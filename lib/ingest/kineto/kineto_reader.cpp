@@ -13,6 +13,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "common/huge_pages.hpp"
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "ingest/clock_alignment.hpp"
@@ -96,6 +97,11 @@ std::optional<std::int64_t> id_value(const FlexibleId& id) {
   return std::nullopt;
 }
 
+/// Room reserved for the events of a whole document: one per this many bytes of JSON. Kineto
+/// writes 220-250 bytes per event (indented, with args); a compact file that holds more events
+/// only grows the array as usual, and room a sparser file leaves unused is never touched.
+constexpr std::size_t kJsonBytesPerEvent = 200;
+
 /// Parses one document into a Trace. Holds the per-file state (string and lane tables).
 class KinetoParser {
  public:
@@ -115,6 +121,7 @@ class KinetoParser {
       copy = simdjson::padded_string(contents);
       json = copy;
     }
+    reserve_dense(trace_.events, contents.size() / kJsonBytesPerEvent);
     try {
       od::document doc = parser.iterate(json);
       if (doc.type() == od::json_type::array) {
