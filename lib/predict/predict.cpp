@@ -49,9 +49,10 @@ std::vector<bool> run_units(const Graph& graph) {
   for (UnitId u = 0; u < graph.units().size(); ++u) in_run[u] = graph.units()[u].kind != UnitKind::cpu_thread;
   for (const Iteration& it : graph.iterations())
     if (it.first_task != kNoTask) in_run[graph.task(it.first_task).unit] = true;
+  const auto columns = GraphAccess::task_columns(graph);  // 5 bytes a task, not a 120-byte record
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {
-    const UnitId unit = graph.task(t).unit;
-    if (in_run[unit] || graph.removed(t)) continue;  // a unit needs one launch
+    const UnitId unit = columns->unit[t];
+    if (in_run[unit] || columns->removed[t]) continue;  // a unit needs one launch
     graph.visit_successors(t, [&](TaskId, const Edge& edge) {
       if (edge.type == EdgeType::launch) in_run[unit] = true;
       return !in_run[unit];

@@ -49,25 +49,41 @@ void zero_delays_within(Graph& graph, const std::vector<TaskId>& tasks, const st
     });
 }
 
+// Sorts `items` under the strict total order `less`, merging its ascending runs where it has few:
+// a block is gathered unit by unit, each unit in recorded order, so its tasks are a handful of
+// sorted runs.
+template <typename T, typename Less>
+void sort_ascending_runs(std::vector<T>& items, Less less) {
+  constexpr std::size_t kMostRuns = 16;
+  std::vector<std::size_t> bounds{0};
+  for (auto run = items.begin(); run != items.end() && bounds.size() <= kMostRuns;) {
+    run = std::is_sorted_until(run, items.end(), less);
+    bounds.push_back(static_cast<std::size_t>(run - items.begin()));
+  }
+  if (bounds.back() != items.size()) return std::sort(items.begin(), items.end(), less);
+  for (std::size_t i = 1; i + 1 < bounds.size(); ++i)
+    std::inplace_merge(items.begin(), items.begin() + bounds[i], items.begin() + bounds[i + 1], less);
+}
+
 // The order remove_block takes a block's tasks in: CPU tasks first, earliest first, then GPU
 // tasks, latest first (ties by id, the other way round for GPU tasks). Keys are read once per
-// task, not once per comparison.
+// task.
 std::vector<TaskId> removal_order(const Graph& graph, const std::vector<TaskId>& tasks) {
   struct Keyed {
-    std::tuple<bool, TimeNs, std::int64_t> key;
+    TimeNs start;
     TaskId task;
   };
-  std::vector<Keyed> keyed;
-  keyed.reserve(tasks.size());
+  const auto earlier = [](const Keyed& a, const Keyed& b) { return std::tie(a.start, a.task) < std::tie(b.start, b.task); };
+  std::vector<Keyed> cpu, gpu;
   for (TaskId t : tasks) {
-    const bool gpu = graph.units()[graph.task(t).unit].kind != UnitKind::cpu_thread;
-    const TimeNs start = graph.task(t).recorded_start_ns;
-    keyed.push_back({{gpu, gpu ? -start : start, gpu ? -static_cast<std::int64_t>(t) : t}, t});
+    const Task& task = graph.task(t);
+    (graph.units()[task.unit].kind == UnitKind::cpu_thread ? cpu : gpu).push_back({task.recorded_start_ns, t});
   }
-  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
+  for (auto* side : {&cpu, &gpu}) sort_ascending_runs(*side, earlier);
   std::vector<TaskId> order;
-  order.reserve(keyed.size());
-  for (const Keyed& k : keyed) order.push_back(k.task);
+  order.reserve(tasks.size());
+  for (const Keyed& k : cpu) order.push_back(k.task);
+  for (auto it = gpu.rbegin(); it != gpu.rend(); ++it) order.push_back(it->task);
   return order;
 }
 

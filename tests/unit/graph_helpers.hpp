@@ -3,7 +3,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <optional>
+#include <random>
 #include <string_view>
 
 #include "daydream/graph.hpp"
@@ -55,6 +58,33 @@ inline void check_same_schedule(const SimulationResult& a, const SimulationResul
 
 inline Graph graph_of(const std::string& json, const GraphOptions& options = {}) {
   return build_graph(parse_kineto_json(json, "test.json"), options);
+}
+
+/// Random DAG: `units` units whose tasks are chained in id order (as a trace's are), plus random
+/// forward edges across units; recorded starts tie often.
+inline Graph random_chained_graph(std::mt19937& rng, int units, int tasks) {
+  Graph g;
+  for (int u = 0; u < units; ++u)
+    g.add_unit({u % 2 ? UnitKind::gpu_stream : UnitKind::cpu_thread, fmt::format("u{}", u), 1, u});
+  auto pick = [&](int max) { return std::uniform_int_distribution<int>(0, max)(rng); };
+  std::vector<TaskId> last(static_cast<std::size_t>(units), kNoTask);
+  for (int i = 0; i < tasks; ++i) {
+    Task t;
+    t.unit = static_cast<UnitId>(pick(units - 1));
+    t.kind = t.unit % 2 ? TaskKind::kernel : TaskKind::runtime;
+    t.duration_ns = pick(9);
+    t.recorded_start_ns = pick(30);
+    t.name = g.intern(fmt::format("t{}", i % 7));
+    const TaskId id = g.add_task(t);
+    TaskId& ahead = last[t.unit];
+    if (ahead != kNoTask) g.add_edge(ahead, id, {EdgeType::cpu_sequential, Timing::finish_to_start, pick(3), false});
+    ahead = id;
+    if (id > 0 && pick(2) == 0) {
+      const auto from = static_cast<TaskId>(pick(static_cast<int>(id) - 1));
+      if (g.task(from).unit != t.unit) g.add_edge(from, id, {EdgeType::launch, Timing::start_to_start, pick(3), false});
+    }
+  }
+  return g;
 }
 
 }  // namespace daydream::test

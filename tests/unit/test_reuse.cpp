@@ -22,33 +22,6 @@ using namespace daydream;
 
 namespace {
 
-/// Random DAG: `units` units whose tasks are chained in id order (as a trace's are), plus random
-/// forward edges across units; recorded starts tie often.
-Graph random_chained_graph(std::mt19937& rng, int units, int tasks) {
-  Graph g;
-  for (int u = 0; u < units; ++u)
-    g.add_unit({u % 2 ? UnitKind::gpu_stream : UnitKind::cpu_thread, fmt::format("u{}", u), 1, u});
-  auto pick = [&](int max) { return std::uniform_int_distribution<int>(0, max)(rng); };
-  std::vector<TaskId> last(static_cast<std::size_t>(units), kNoTask);
-  for (int i = 0; i < tasks; ++i) {
-    Task t;
-    t.unit = static_cast<UnitId>(pick(units - 1));
-    t.kind = t.unit % 2 ? TaskKind::kernel : TaskKind::runtime;
-    t.duration_ns = pick(9);
-    t.recorded_start_ns = pick(30);
-    t.name = g.intern(fmt::format("t{}", i % 7));
-    const TaskId id = g.add_task(t);
-    TaskId& ahead = last[t.unit];
-    if (ahead != kNoTask) g.add_edge(ahead, id, {EdgeType::cpu_sequential, Timing::finish_to_start, pick(3), false});
-    ahead = id;
-    if (id > 0 && pick(2) == 0) {
-      const auto from = static_cast<TaskId>(pick(static_cast<int>(id) - 1));
-      if (g.task(from).unit != t.unit) g.add_edge(from, id, {EdgeType::launch, Timing::start_to_start, pick(3), false});
-    }
-  }
-  return g;
-}
-
 /// A random edit, the same for equal seeds: durations, removals (one by one and as a block) and
 /// inserted tasks.
 void random_edit(Graph& g, unsigned seed) {
@@ -94,7 +67,7 @@ TEST_CASE("a graph assigned over reuses its old memory and equals a fresh copy",
   std::mt19937 rng(11);
   for (int round = 0; round < 40; ++round) {
     INFO("round " << round);
-    Graph base = random_chained_graph(rng, 4, 60);
+    Graph base = test::random_chained_graph(rng, 4, 60);
     (void)simulate(base);  // builds the columns and the edge table that copies share
     const std::uint64_t base_print = base.fingerprint();
     const auto base_edges = base.edges().size();
@@ -160,7 +133,7 @@ TEST_CASE("tasks by unit from the recorded order equal a full sort, with tasks a
   std::mt19937 rng(5);
   for (int round = 0; round < 40; ++round) {
     INFO("round " << round);
-    Graph g = random_chained_graph(rng, 3, 50);
+    Graph g = test::random_chained_graph(rng, 3, 50);
     const bool prepared = round % 2 == 0;  // half with the order built before the edits
     if (prepared) (void)GraphAccess::recorded_order(g);
     Graph copy = g;
