@@ -65,13 +65,6 @@ void link_neighbours(const Graph& graph, std::vector<IterationSpan>& spans) {
   for (auto& span : spans) span.end_ns = std::max(span.end_ns, span.start_ns);
 }
 
-}  // namespace
-
-// Transformations may remove or insert tasks in an iteration, so this is a scan. Each window is
-// anchored on its thread's tasks by the offsets measured at build (Iteration::open_offset_ns,
-// close_offset_ns): the unmodified graph's replay gives the measured times to the ns.
-namespace {
-
 /// Calls visit(t) for every task that may lie on a unit in `units` (others perhaps too): where the
 /// graph's recorded order is built (a Predictor's base and its copies), only the tasks of those
 /// units, one stretch of that order each, and the tasks added since; else every task.
@@ -94,6 +87,9 @@ void each_task_on(const Graph& graph, const std::vector<char>& units, Visit&& vi
 
 }  // namespace
 
+// Transformations may remove or insert tasks in an iteration, so this is a scan. Each window is
+// anchored on its thread's tasks by the offsets measured at build (Iteration::open_offset_ns,
+// close_offset_ns): the unmodified graph's replay gives the measured times to the ns.
 std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const SimulationResult& result) {
   const auto& iterations = graph.iterations();
   std::vector<std::pair<TimeNs, TimeNs>> span(iterations.size(), {std::numeric_limits<TimeNs>::max(), -1});

@@ -276,10 +276,6 @@ bool priorities_needed_only_by_engine(const SchedulePolicy& policy) {
   return dynamic_cast<const TraceOrderPolicy*>(&policy) != nullptr || dynamic_cast<const FifoPolicy*>(&policy) != nullptr;
 }
 
-}  // namespace
-
-namespace {
-
 /// A result with every field as a fresh one has it, holding the memory of `old`'s arrays.
 SimulationResult emptied(SimulationResult&& old) {
   SimulationResult result;
