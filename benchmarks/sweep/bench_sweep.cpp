@@ -3,6 +3,12 @@
 // thread count on stdout.
 //
 //   daydream_bench_sweep TRACE [SCENARIOS=48] [THREADS=1,2] [RUNS=3]
+//   daydream_bench_sweep --phases TRACE [SCENARIOS=48] [RUNS=3] [ONLY]
+//
+// --phases times one thread's scenarios phase by phase instead (assign the base graph over the
+// last what-if, apply, simulate, compare), per scenario of the mix: one JSON line per scenario
+// name with the best of RUNS of each phase's mean, in ms. ONLY keeps the mix's scenarios of that
+// name (for a profiler).
 //
 // The scenario mix is the one issue 19 measures: it cycles through cheap and structural
 // what-ifs: faster_gpu / amp (durations only), dataloader_workers (inserts tasks and units),
@@ -11,10 +17,13 @@
 // specs are equal.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <exception>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/measure.hpp"
@@ -47,11 +56,62 @@ std::vector<unsigned> parse_threads(const std::string& list) {
   return out;
 }
 
+/// Mean ms per scenario of each phase, by scenario name, as Predictor::predict runs them.
+struct PhaseTimes {
+  std::string name;
+  std::size_t scenarios = 0;
+  std::array<double, 4> best_ms{1e300, 1e300, 1e300, 1e300};  // copy, apply, simulate, compare
+};
+
+int run_phases(const daydream::Predictor& predictor, const std::vector<daydream::ScenarioSpec>& specs, int runs) {
+  using namespace daydream;
+  using bench::Clock;
+  std::vector<PhaseTimes> by_name;
+  Graph changed;
+  SimulationResult result;
+  for (int r = 0; r < runs; ++r) {
+    std::vector<std::array<double, 4>> sums(by_name.size());
+    for (const ScenarioSpec& spec : specs) {
+      auto it = std::find_if(by_name.begin(), by_name.end(), [&](const PhaseTimes& p) { return p.name == spec.name; });
+      if (it == by_name.end()) by_name.push_back({spec.name}), sums.emplace_back(), it = by_name.end() - 1;
+      auto& sum = sums[std::size_t(it - by_name.begin())];
+      if (r == 0) ++it->scenarios;
+      auto start = Clock::now();
+      changed = predictor.base();
+      sum[0] += bench::seconds_since(start), start = Clock::now();
+      const ScenarioOutcome outcome = predictor.scenarios().apply(changed, spec);
+      sum[1] += bench::seconds_since(start), start = Clock::now();
+      if (outcome.policy) simulate_into(result, changed, *outcome.policy);
+      else simulate_into(result, changed);
+      sum[2] += bench::seconds_since(start), start = Clock::now();
+      const Prediction p = predictor.compare(spec.text(), changed, result);
+      sum[3] += bench::seconds_since(start);
+    }
+    for (std::size_t i = 0; i < by_name.size(); ++i)
+      for (std::size_t k = 0; k < 4; ++k)
+        by_name[i].best_ms[k] = std::min(by_name[i].best_ms[k], 1e3 * sums[i][k] / double(by_name[i].scenarios));
+  }
+  for (const PhaseTimes& p : by_name)
+    std::printf("{\"bench\": \"sweep_phases\", \"scenario\": \"%s\", \"scenarios\": %zu, \"copy_ms\": %.3f, "
+                "\"apply_ms\": %.3f, \"simulate_ms\": %.3f, \"compare_ms\": %.3f, \"total_ms\": %.3f}\n",
+                p.name.c_str(), p.scenarios, p.best_ms[0], p.best_ms[1], p.best_ms[2], p.best_ms[3],
+                p.best_ms[0] + p.best_ms[1] + p.best_ms[2] + p.best_ms[3]);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   using namespace daydream;
   using bench::Clock;
+  if (argc > 2 && std::string_view(argv[1]) == "--phases") {
+    const Predictor predictor(build_graph(load_trace(argv[2])));
+    auto specs = scenario_mix(argc > 3 ? std::stoul(argv[3]) : 48);
+    if (argc > 5)
+      specs.erase(std::remove_if(specs.begin(), specs.end(), [&](const ScenarioSpec& s) { return s.name != argv[5]; }),
+                  specs.end());
+    return run_phases(predictor, specs, argc > 4 ? std::atoi(argv[4]) : 3);
+  }
   if (argc < 2) return std::fprintf(stderr, "usage: %s TRACE [SCENARIOS=48] [THREADS=1,2] [RUNS=3]\n", argv[0]), 2;
   const std::size_t count = argc > 2 ? std::stoul(argv[2]) : 48;
   const auto threads = parse_threads(argc > 3 ? argv[3] : "1,2");

@@ -431,6 +431,11 @@ class Graph {
   /// Deletes a task: every predecessor -> successor pair is bridged by an edge that keeps the
   /// removed task's delays (as if it took no time). Throws Error when it is already removed.
   void remove(TaskId id);
+  /// remove() of each task of `ids` in turn, in that order, in one pass: the same edges in the
+  /// same order as the calls one by one. With `zero_inner_delays`, the edges between two of the
+  /// tasks lose their delays first (remove_block's rule). Throws Error, changing nothing, when a
+  /// task is removed already or named twice.
+  void remove_all(const std::vector<TaskId>& ids, bool zero_inner_delays = false);
   bool removed(TaskId id) const { return tasks_[id].removed; }
   /// add_edge for transformations: both tasks must be live and the edge must not close a cycle.
   void connect(TaskId from, TaskId to, Edge edge);

@@ -65,7 +65,10 @@ EdgeId EdgeStore::add(TaskId from, TaskId to, const Edge& edge) {
 
 void EdgeStore::push(Rows& rows, TaskId v, EdgeId id) {
   const Rows::Row& row = rows.rows[v];
-  if (row.size == row.capacity && row.live < row.size) compact_row(rows, v);
+  // A full row is compacted rather than grown when a quarter of it is dead: compacting for fewer
+  // would repeat every few pushes on a long row that keeps a few dead ids (quadratic), where
+  // growing is amortized O(1).
+  if (row.size == row.capacity && (row.size - row.live) * 4 >= row.size) compact_row(rows, v);
   rows.push(v, id);
 }
 
@@ -130,6 +133,137 @@ void EdgeStore::bypass_vertex(TaskId v, Edge (*bridge)(const Edge& in, const Edg
   for (const Record& in : scratch_in_)
     for (const Record& out : scratch_out_)
       if (in.from != out.to) add(in.from, out.to, bridge(in.edge, out.edge));
+}
+
+namespace {
+
+/// An edge of bypass_vertices' side lists: a store edge that touches the vertices going, or a
+/// bridge made on the way. It lies in the out-list of its source and the in-list of its target
+/// where those are going (singly linked, in row order).
+struct SideEdge {
+  TaskId from, to;
+  Edge edge;
+  std::uint32_t next_out, next_in;
+  bool dead;
+};
+
+constexpr std::uint32_t kNoSide = 0xffffffffu;
+
+/// bypass_vertices' working memory, kept per thread between calls. `position` (by vertex) and
+/// `side_of` (by store edge) are reset to kNoSide after each call, so that a call costs its
+/// block's size, not the graph's.
+struct BypassScratch {
+  std::vector<std::uint32_t> position;  // the vertex's index in the order, or kNoSide
+  std::vector<std::uint32_t> side_of;   // the store edge's side edge, or kNoSide
+  std::vector<SideEdge> edges;
+  std::vector<std::uint32_t> out_head, out_tail, in_head, in_tail;  // by position
+  std::vector<std::uint32_t> ins, outs;
+  std::vector<SideEdge> bridges;  // between two vertices that stay, in the order made
+
+  /// Numbers the vertices going; false, numbering none, when one is named twice.
+  bool claim(const std::vector<TaskId>& order, std::size_t vertices, std::size_t edge_ids) {
+    if (position.size() < vertices) position.resize(vertices, kNoSide);
+    if (side_of.size() < edge_ids) side_of.resize(edge_ids, kNoSide);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (position[order[i]] != kNoSide) {
+        for (std::size_t k = 0; k < i; ++k) position[order[k]] = kNoSide;
+        return false;
+      }
+      position[order[i]] = static_cast<std::uint32_t>(i);
+    }
+    edges.clear();
+    bridges.clear();
+    for (auto* list : {&out_head, &out_tail, &in_head, &in_tail}) list->assign(order.size(), kNoSide);
+    return true;
+  }
+
+  void link(std::uint32_t& head, std::uint32_t& tail, std::uint32_t id, std::uint32_t SideEdge::*next) {
+    if (tail == kNoSide) head = id;
+    else edges[tail].*next = id;
+    tail = id;
+  }
+
+  /// A new side edge, in no list yet.
+  std::uint32_t make(TaskId from, TaskId to, const Edge& edge) {
+    edges.push_back({from, to, edge, kNoSide, kNoSide, false});
+    return static_cast<std::uint32_t>(edges.size() - 1);
+  }
+
+  /// A new side edge, at the end of the lists of its ends that are going.
+  std::uint32_t add(TaskId from, TaskId to, const Edge& edge) {
+    const std::uint32_t id = make(from, to, edge);
+    if (const std::uint32_t p = position[from]; p != kNoSide) link(out_head[p], out_tail[p], id, &SideEdge::next_out);
+    if (const std::uint32_t p = position[to]; p != kNoSide) link(in_head[p], in_tail[p], id, &SideEdge::next_in);
+    return id;
+  }
+
+  /// The live entries of one list, in order, into `out`.
+  void live(std::uint32_t head, std::uint32_t SideEdge::*next, std::vector<std::uint32_t>& out) const {
+    out.clear();
+    for (std::uint32_t id = head; id != kNoSide; id = edges[id].*next)
+      if (!edges[id].dead) out.push_back(id);
+  }
+
+  /// bypass_vertex on the vertex at `at`, on the side lists.
+  void bypass(std::size_t at, Edge (*bridge)(const Edge& in, const Edge& out)) {
+    live(in_head[at], &SideEdge::next_in, ins);
+    live(out_head[at], &SideEdge::next_out, outs);
+    for (std::uint32_t id : ins) edges[id].dead = true;
+    for (std::uint32_t id : outs) edges[id].dead = true;
+    for (std::uint32_t in : ins)
+      for (std::uint32_t out : outs) {
+        const TaskId from = edges[in].from, to = edges[out].to;
+        if (from == to) continue;
+        const Edge bridged = bridge(edges[in].edge, edges[out].edge);
+        if (position[from] == kNoSide && position[to] == kNoSide) bridges.push_back({from, to, bridged, 0, 0, false});
+        else add(from, to, bridged);
+      }
+  }
+};
+
+/// The store's edges of the vertices going, each once, into the side lists in row order: the
+/// out-rows first, so that an edge between two of them has its side edge when its target's
+/// in-row is read.
+void read_side_lists(const EdgeStore& store, const std::vector<TaskId>& order, bool zero_inner, BypassScratch& s) {
+  for (std::size_t i = 0; i < order.size(); ++i)
+    store.each_out(order[i], [&](EdgeId e) {
+      Edge edge = store.edge(e);
+      if (zero_inner && s.position[store.target(e)] != kNoSide) edge.delay_ns = 0;
+      s.side_of[e] = s.make(order[i], store.target(e), edge);
+      s.link(s.out_head[i], s.out_tail[i], s.side_of[e], &SideEdge::next_out);
+      return true;
+    });
+  for (std::size_t i = 0; i < order.size(); ++i)
+    store.each_in(order[i], [&](EdgeId e) {
+      if (s.side_of[e] == kNoSide) s.side_of[e] = s.make(store.source(e), order[i], store.edge(e));
+      s.link(s.in_head[i], s.in_tail[i], s.side_of[e], &SideEdge::next_in);
+      return true;
+    });
+}
+
+/// Resets what claim() and read_side_lists() set, before the store's rows change.
+void release(const EdgeStore& store, const std::vector<TaskId>& order, BypassScratch& s) {
+  const auto reset = [&](EdgeId e) { return s.side_of[e] = kNoSide, true; };
+  for (TaskId v : order) store.each_out(v, reset), store.each_in(v, reset), s.position[v] = kNoSide;
+}
+
+}  // namespace
+
+bool EdgeStore::bypass_vertices(const std::vector<TaskId>& order, Edge (*bridge)(const Edge& in, const Edge& out),
+                                bool zero_inner) {
+  thread_local BypassScratch s;
+  if (!s.claim(order, num_vertices(), records_.size())) return false;
+  try {
+    read_side_lists(*this, order, zero_inner, s);
+    for (std::size_t i = 0; i < order.size(); ++i) s.bypass(i, bridge);
+  } catch (...) {
+    release(*this, order, s);
+    throw;
+  }
+  release(*this, order, s);
+  for (TaskId v : order) clear_vertex(v);
+  for (const SideEdge& b : s.bridges) add(b.from, b.to, b.edge);
+  return true;
 }
 
 EdgeId EdgeStore::find(TaskId from, TaskId to) const {

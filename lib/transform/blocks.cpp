@@ -120,7 +120,6 @@ void zero_inner_delays(Graph& graph, const std::vector<TaskId>& tasks) {
 
 CrossingEdges remove_block(Graph& graph, const std::vector<TaskId>& tasks) {
   const auto in_block = task_mask(graph, tasks);
-  zero_delays_within(graph, tasks, in_block);
   CrossingEdges crossing;
   for (TaskId t : tasks) {
     graph.visit_successors(t, [&](TaskId s, const Edge& e) {
@@ -132,7 +131,7 @@ CrossingEdges remove_block(Graph& graph, const std::vector<TaskId>& tasks) {
       return true;
     });
   }
-  for (TaskId t : removal_order(graph, tasks)) graph.remove(t);
+  graph.remove_all(removal_order(graph, tasks), /*zero_inner_delays=*/true);
   return crossing;
 }
 

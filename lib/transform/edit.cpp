@@ -205,6 +205,22 @@ void Graph::remove(TaskId id) {
   }
 }
 
+void Graph::remove_all(const std::vector<TaskId>& ids, bool zero_inner_delays) {
+  for (TaskId id : ids) check_live(id, "remove");
+  if (ids.empty()) return;
+  if (!structure().edges.bypass_vertices(ids, bridge, zero_inner_delays))  // keeps every rank valid
+    throw Error("remove: a task is named twice");
+  TaskColumns* columns = task_columns_for_change();
+  for (TaskId id : ids) {
+    tasks_[id].removed = true;
+    if (!columns) continue;
+    columns->removed[id] = 1;
+    columns->held_by_occupancy -= tasks_[id].sm_held_by != kNoTask;
+    columns->held_by_lock -= tasks_[id].lock_held_by != kNoTask;
+  }
+  removed_count_ += ids.size();
+}
+
 TaskId Graph::insert(const NewTask& spec) {
   if (spec.unit >= units_.size()) throw Error(fmt::format("insert '{}': no unit {}", spec.name, spec.unit));
   if (spec.duration_ns < 0) throw Error(fmt::format("insert '{}': negative duration {} ns", spec.name, spec.duration_ns));

@@ -195,9 +195,7 @@ TaskSet TaskSet::filter(const TaskFilter& f) const {
   return TaskSet(*graph_, std::move(kept));
 }
 
-void TaskSet::remove() {
-  for (TaskId t : ids_) graph_->remove(t);
-}
+void TaskSet::remove() { graph_->remove_all(ids_); }
 
 TimeNs TaskSet::total_duration_ns() const {
   TimeNs total = 0;

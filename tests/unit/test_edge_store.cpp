@@ -131,3 +131,82 @@ TEST_CASE("edge store: removing a chain bridged onto one task costs its own edge
   CHECK(row.back() == std::pair(end, TimeNs(n + 1)));
   CHECK(store.num_edges() == n + 1);
 }
+
+TEST_CASE("edge store: bypass_vertices leaves every row as bypass_vertex one by one does", "[edge_store]") {
+  // Random stores (parallel edges, cycles: the store does not care), random sets of vertices in
+  // random orders. Every out- and in-row must match the one-by-one bypasses exactly, edge by edge
+  // and in order; with zero_inner, after zeroing the edges between two vertices of the set first.
+  constexpr TaskId kTasks = 30;
+  std::mt19937 rng(23);
+  auto pick = [&](TaskId n) { return static_cast<TaskId>(rng() % n); };
+  std::size_t bridges = 0;
+  for (int round = 0; round < 400; ++round) {
+    EdgeStore base;
+    for (TaskId v = 0; v < kTasks; ++v) base.add_vertex();
+    const int edges = 20 + static_cast<int>(rng() % 60);
+    for (int e = 0; e < edges; ++e) {
+      const TaskId a = pick(kTasks), b = pick(kTasks);
+      if (a != b) base.add(a, b, with_delay(1 + pick(9)));
+    }
+    for (int e = 0; e < 5; ++e)  // tombstones in the rows read
+      if (const EdgeId id = base.find(pick(kTasks), pick(kTasks)); id != kNoEdge) base.remove(id);
+    std::vector<TaskId> order(kTasks);
+    for (TaskId v = 0; v < kTasks; ++v) order[v] = v;
+    std::shuffle(order.begin(), order.end(), rng);
+    order.resize(1 + pick(12));
+    const bool zero_inner = round % 2 == 1;
+
+    EdgeStore expected = base;
+    if (zero_inner) {
+      std::vector<char> going(kTasks, 0);
+      for (TaskId v : order) going[v] = 1;
+      for (TaskId v : order)
+        expected.each_out(v, [&](EdgeId id) {
+          if (going[expected.target(id)]) expected.edge(id).delay_ns = 0;
+          return true;
+        });
+    }
+    for (TaskId v : order) expected.bypass_vertex(v, sum_of_delays);
+    EdgeStore at_once = base;
+    REQUIRE(at_once.bypass_vertices(order, sum_of_delays, zero_inner));
+    INFO("round " << round << ", " << order.size() << " vertices");
+    REQUIRE(at_once.num_edges() == expected.num_edges());
+    for (TaskId v = 0; v < kTasks; ++v) {
+      REQUIRE(store_row(at_once, v, true) == store_row(expected, v, true));
+      REQUIRE(store_row(at_once, v, false) == store_row(expected, v, false));
+    }
+    bridges += expected.num_edges();
+  }
+  CHECK(bridges > 5000);
+
+  // A vertex named twice: refused, nothing changed, and the next call works.
+  EdgeStore store;
+  for (TaskId v = 0; v < 4; ++v) store.add_vertex();
+  store.add(0, 1, with_delay(1)), store.add(1, 2, with_delay(2)), store.add(2, 3, with_delay(3));
+  CHECK_FALSE(store.bypass_vertices({1, 2, 1}, sum_of_delays, false));
+  CHECK(store.num_edges() == 3);
+  CHECK(store_row(store, 1, true) == std::vector<std::pair<TaskId, TimeNs>>{{2, 2}});
+  REQUIRE(store.bypass_vertices({1, 2}, sum_of_delays, false));
+  CHECK(store_row(store, 0, true) == std::vector<std::pair<TaskId, TimeNs>>{{3, 6}});
+}
+
+TEST_CASE("edge store: bypass_vertices on a chain bridged onto one task adds only the bridges that stay",
+          "[edge_store]") {
+  EdgeStore store;
+  constexpr TaskId n = 20'000;
+  const TaskId p = store.add_vertex();
+  std::vector<TaskId> calls, kernels;
+  for (TaskId i = 0; i < n; ++i) calls.push_back(store.add_vertex()), kernels.push_back(store.add_vertex());
+  const TaskId end = store.add_vertex();
+  store.add(p, calls[0], with_delay(1));
+  for (TaskId i = 0; i < n; ++i) {
+    store.add(calls[i], kernels[i], with_delay(0));
+    store.add(calls[i], i + 1 < n ? calls[i + 1] : end, with_delay(1));
+  }
+  REQUIRE(store.bypass_vertices(calls, sum_of_delays, false));
+  const auto row = store_row(store, p, true);
+  REQUIRE(row.size() == n + 1);
+  for (TaskId i = 0; i < n; ++i) REQUIRE(row[i] == std::pair(kernels[i], TimeNs(i + 1)));
+  CHECK(row.back() == std::pair(end, TimeNs(n + 1)));
+  CHECK(store.num_edges() == n + 1);
+}

@@ -271,6 +271,28 @@ TEST_CASE("remove bridges every predecessor to every successor with the delays k
   CHECK_THROWS_AS(g.remove(99), Error);
 }
 
+TEST_CASE("remove_all removes in the order given, or refuses changing nothing", "[transform][remove]") {
+  Pipeline one_by_one, at_once;
+  for (TaskId t : {one_by_one.b, one_by_one.k1, one_by_one.a}) one_by_one.g.remove(t);
+  at_once.g.remove_all({at_once.b, at_once.k1, at_once.a});
+  CHECK(at_once.g.fingerprint() == one_by_one.g.fingerprint());
+  CHECK(at_once.g.num_live_tasks() == 2);
+  CHECK(at_once.g.predecessors(at_once.k2).size() == one_by_one.g.predecessors(one_by_one.k2).size());
+
+  Pipeline p;
+  const std::uint64_t before = p.g.fingerprint();
+  CHECK_THROWS_WITH(p.g.remove_all({p.a, p.b, p.a}), Catch::Contains("named twice"));
+  CHECK_THROWS_WITH(p.g.remove_all({p.a, 99}), Catch::Contains("no task 99"));
+  TaskSet calls = p.g.select(TaskFilter().kind(TaskKind::runtime));  // a, b and c
+  p.g.remove(p.c);
+  const std::uint64_t without_c = p.g.fingerprint();
+  CHECK_THROWS_WITH(p.g.remove_all({p.a, p.c}), Catch::Contains("'c' was removed"));
+  CHECK_THROWS_WITH(calls.remove(), Catch::Contains("'c' was removed"));  // a and b stay too
+  CHECK(p.g.fingerprint() == without_c);
+  CHECK(p.g.fingerprint() != before);
+  CHECK(p.g.num_live_tasks() == 4);
+}
+
 TEST_CASE("remove inside CPU and GPU chains keeps their gaps", "[transform]") {
   Pipeline p;
   p.g.remove(p.b);  // the CPU call launching k2
