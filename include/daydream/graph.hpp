@@ -374,6 +374,7 @@ class CowPtr {
 };
 
 struct TaskColumns;   // the simulator's per-task columns, private to lib/graph and lib/simulate
+struct ReportColumns; // per-task fields that reports read, private to lib/graph and lib/predict
 
 /// A vector whose copies keep room to grow by an eighth: a graph's per-task arrays, copied for
 /// each what-if, would otherwise all move (allocate and copy again) at the first task the what-if
@@ -551,6 +552,7 @@ class Graph {
   Task& mutable_task(TaskId id) {
     task_columns_.slot().reset();  // the caller may change any field
     recorded_order_.slot().reset();
+    report_columns_.slot().reset();
     return tasks_[id];
   }
   /// The tasks the graph held when first asked (removed ones too), by unit, recorded start and
@@ -585,6 +587,10 @@ class Graph {
   RoomyVector<Task> tasks_;
   SharedCache<TaskColumns> task_columns_;
   SharedCache<const std::vector<TaskId>> recorded_order_;
+  /// What reports read per task (lib/predict builds it): shared by copies, dropped by a change of
+  /// a field it holds (rename, set_blocking, a builder's write); tasks added later are read from
+  /// their records.
+  SharedCache<const ReportColumns> report_columns_;
   std::unordered_map<std::string, std::uint32_t, StringIndexHash, std::equal_to<>> string_index_;
   std::vector<Unit> units_;
   std::vector<std::string> strings_;

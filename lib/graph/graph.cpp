@@ -364,8 +364,16 @@ void Graph::set_release(TaskId id, TimeNs release_ns) {
   task.release_ns = release_ns;
   if (TaskColumns* columns = task_columns_for_change()) columns->set_times(id, task.duration_ns, release_ns);
 }
-void Graph::rename(TaskId id, std::string_view name) { tasks_.at(id).name = intern(name); }
-void Graph::set_blocking(TaskId id, bool blocking) { tasks_.at(id).blocking = blocking; }
+
+void Graph::rename(TaskId id, std::string_view name) {
+  tasks_.at(id).name = intern(name);
+  report_columns_.slot().reset();  // a call's name decides whether it waits for the GPU
+}
+
+void Graph::set_blocking(TaskId id, bool blocking) {
+  tasks_.at(id).blocking = blocking;
+  report_columns_.slot().reset();
+}
 
 std::vector<Graph::Neighbor> Graph::successors(TaskId id) const {
   std::vector<Neighbor> out;

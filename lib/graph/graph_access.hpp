@@ -3,6 +3,7 @@
 // public API changes a task only through Graph's named mutators (set_duration, rename, ...) and
 // removes one only with Graph::remove, which also takes its edges away.
 #include <memory>
+#include <utility>
 
 #include "daydream/graph.hpp"
 
@@ -29,6 +30,14 @@ struct GraphAccess {
   }
   /// The simulator's columns of task fields (graph/graph_storage.hpp).
   static std::shared_ptr<const TaskColumns> task_columns(const Graph& graph) { return graph.task_columns(); }
+  /// The per-task fields reports read (graph/graph_storage.hpp), built by `make` on first use.
+  template <class Make>
+  static std::shared_ptr<const ReportColumns> report_columns(const Graph& graph, Make&& make) {
+    return graph.report_columns_.get_or_make(std::forward<Make>(make));
+  }
+  static std::shared_ptr<const ReportColumns> report_columns_if_built(const Graph& graph) {
+    return graph.report_columns_.get();
+  }
 };
 
 }  // namespace daydream

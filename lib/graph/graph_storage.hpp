@@ -96,6 +96,17 @@ struct TaskColumns {
 /// A topological rank per task, while valid, so that insert/connect can tell without a search
 /// that a new edge closes no cycle (lib/transform/edit.cpp). A function of the structure: copies
 /// that share the structure share it, and it is copied with it.
+/// Per task, what the reports of a simulation read besides TaskColumns: the category of its time
+/// on a critical path (a PathCategory, lib/predict), its layer and its iteration. It covers the
+/// tasks the graph held when it was built (Graph::report_columns_); a task added since is read
+/// from its record.
+struct ReportColumns {
+  std::vector<std::uint8_t> category;
+  std::vector<std::uint32_t> layer;
+  std::vector<std::int32_t> iteration;
+  bool covers(TaskId id) const { return id < category.size(); }
+};
+
 struct TopologicalRanks {
   RoomyVector<double> rank;
   double next = 0;  ///< above every rank: where a task added at the end goes

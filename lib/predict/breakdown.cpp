@@ -6,7 +6,9 @@
 
 #include "common/text.hpp"
 #include "daydream/predict.hpp"
+#include "graph/graph_access.hpp"
 #include "predict/critical_path_walk.hpp"
+#include "predict/report_columns.hpp"
 
 namespace daydream {
 
@@ -29,8 +31,8 @@ bool waits_for_gpu(std::string_view call) {
   return text::contains(call, "Synchronize") || text::contains(call, "(wait)") || text::contains(call, "EventQuery");
 }
 
-/// path_category, reading each call name's text once (a path visits the same few names
-/// thousands of times): per name id, 0 unknown, 1 waits for the GPU, 2 does not.
+/// path_category, reading each call name's text once (a path or a graph visits the same few
+/// names thousands of times): per name id, 0 unknown, 1 waits for the GPU, 2 does not.
 PathCategory category_of(const Graph& graph, TaskId task, std::vector<std::uint8_t>& waits_by_name) {
   const Task& t = graph.task(task);
   if (t.kind == TaskKind::communication) return PathCategory::communication;
@@ -44,7 +46,31 @@ PathCategory category_of(const Graph& graph, TaskId task, std::vector<std::uint8
   return waits == 1 ? PathCategory::synchronization : PathCategory::launch_overhead;
 }
 
+std::shared_ptr<const ReportColumns> build_report_columns(const Graph& graph) {
+  auto columns = std::make_shared<ReportColumns>();
+  const std::size_t n = graph.num_tasks();
+  columns->category.resize(n);
+  columns->layer.resize(n);
+  columns->iteration.resize(n);
+  std::vector<std::uint8_t> waits_by_name;
+  for (TaskId t = 0; t < n; ++t) {
+    const Task& task = graph.task(t);
+    columns->category[t] = static_cast<std::uint8_t>(category_of(graph, t, waits_by_name));
+    columns->layer[t] = task.layer;
+    columns->iteration[t] = task.iteration;
+  }
+  return columns;
+}
+
 }  // namespace
+
+std::shared_ptr<const ReportColumns> report_columns(const Graph& graph) {
+  return GraphAccess::report_columns(graph, [&] { return build_report_columns(graph); });
+}
+
+std::shared_ptr<const ReportColumns> report_columns_if_built(const Graph& graph) {
+  return GraphAccess::report_columns_if_built(graph);
+}
 
 PathCategory path_category(const Graph& graph, TaskId task) {
   std::vector<std::uint8_t> waits_by_name;
@@ -59,11 +85,15 @@ PathBreakdown break_down_critical_path(const Graph& graph, const SimulationResul
   PathBreakdown out;
   std::vector<std::optional<TimeNs>> by_layer_id;  // by the layer's string id; named only at the end
   std::vector<std::uint8_t> waits_by_name;
+  const auto columns = report_columns_if_built(graph);
   detail::walk_critical_path(
       result, from_ns, to_ns,
       [&](TaskId t, TimeNs covered) {
-        out.by_category_ns[static_cast<std::size_t>(category_of(graph, t, waits_by_name))] += covered;
-        const std::uint32_t layer = graph.task(t).layer;
+        const bool covered_by_columns = columns && columns->covers(t);
+        const PathCategory category = covered_by_columns ? static_cast<PathCategory>(columns->category[t])
+                                                         : category_of(graph, t, waits_by_name);
+        out.by_category_ns[static_cast<std::size_t>(category)] += covered;
+        const std::uint32_t layer = covered_by_columns ? columns->layer[t] : graph.task(t).layer;
         if (layer >= by_layer_id.size()) by_layer_id.resize(layer + 1);
         by_layer_id[layer] = by_layer_id[layer].value_or(0) + covered;
       },

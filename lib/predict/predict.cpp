@@ -8,6 +8,7 @@
 #include "daydream/report/replay.hpp"
 #include "graph/graph_access.hpp"
 #include "graph/graph_storage.hpp"
+#include "predict/report_columns.hpp"
 #include "report/iteration_rule_json.hpp"
 #include "report/json_writer.hpp"
 
@@ -86,10 +87,11 @@ double Prediction::speedup() const {
 namespace {
 
 /// The base graph of many predictions: what its copies would each compute on first use
-/// (topological ranks for scenarios that insert tasks, the recorded order of tasks_by_unit) is
-/// computed once here. A graph with a cycle has no ranks; its baseline simulation reports the
+/// (topological ranks for scenarios that insert tasks, the recorded order of tasks_by_unit, the
+/// columns the report of each prediction reads) is computed once here. A graph with a cycle has no ranks; its baseline simulation reports the
 /// cycle.
 Graph ready_for_edits(Graph base) {
+  report_columns(base);
   try {
     GraphAccess::prepare_for_copies(base);
   } catch (const Error&) {

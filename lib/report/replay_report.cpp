@@ -7,6 +7,7 @@
 #include "daydream/report/replay.hpp"
 #include "graph/graph_access.hpp"
 #include "graph/graph_storage.hpp"
+#include "predict/report_columns.hpp"
 #include "report/iteration_rule_json.hpp"
 #include "report/json_writer.hpp"
 
@@ -96,12 +97,16 @@ std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const S
   std::vector<char> marking(graph.units().size(), 0);  // the units whose tasks open and close iterations
   for (const Iteration& it : iterations)
     if (it.first_task != kNoTask) marking[graph.task(it.first_task).unit] = 1;
+  // Columns where a Predictor's base built them (a sweep reads a few bytes a task), else records.
+  const auto columns = GraphAccess::task_columns(graph);
+  const auto report = report_columns_if_built(graph);
   each_task_on(graph, marking, [&](TaskId t) {  // a min and a max: the order of the visits does not matter
-    const Task& task = graph.task(t);
-    if (task.removed || task.iteration < 0 || static_cast<std::size_t>(task.iteration) >= iterations.size()) return;
-    const Iteration& it = iterations[static_cast<std::size_t>(task.iteration)];
-    if (it.first_task == kNoTask || task.unit != graph.task(it.first_task).unit) return;
-    auto& s = span[static_cast<std::size_t>(task.iteration)];
+    if (columns->removed[t]) return;
+    const std::int32_t iteration = report && report->covers(t) ? report->iteration[t] : graph.task(t).iteration;
+    if (iteration < 0 || static_cast<std::size_t>(iteration) >= iterations.size()) return;
+    const Iteration& it = iterations[static_cast<std::size_t>(iteration)];
+    if (it.first_task == kNoTask || columns->unit[t] != columns->unit[it.first_task]) return;
+    auto& s = span[static_cast<std::size_t>(iteration)];
     s = {std::min(s.first, result.start_ns[t]), std::max(s.second, result.end_ns[t])};
   });
   std::vector<IterationSpan> out;

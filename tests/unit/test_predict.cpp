@@ -10,6 +10,7 @@
 #include "graph_helpers.hpp"
 #include "trace_builder.hpp"
 #include "graph/graph_access.hpp"
+#include "predict/report_columns.hpp"
 
 namespace daydream::test {
 namespace {
@@ -49,6 +50,44 @@ TEST_CASE("critical path breakdown: categories of each task and the path's gaps"
   CHECK(w.length_ns == 35 * us);
   CHECK(w.by_category_ns[std::size_t(PathCategory::launch_overhead)] == 5 * us);
   CHECK(w.by_category_ns[std::size_t(PathCategory::compute)] == 30 * us);
+}
+
+TEST_CASE("critical path breakdown: a base's report columns, shared by copies, follow their changes", "[predict]") {
+  // A Predictor's base builds the columns reports read (category, layer, iteration per task) and
+  // its copies share them; renaming a call, marking it blocking, or adding a task must give the
+  // breakdown a graph without the columns gives.
+  Graph base = graph_of(launch_and_sync_step());
+  const PathBreakdown plain = break_down_critical_path(base, simulate(base));
+  REQUIRE(report_columns(base) != nullptr);
+  CHECK(report_columns_if_built(base) == report_columns(base));
+  CHECK(break_down_critical_path(base, simulate(base)).by_category_ns == plain.by_category_ns);
+
+  Graph renamed = base;
+  CHECK(report_columns_if_built(renamed) == report_columns(base));  // shared
+  const TaskId launch = task_named(renamed, "cudaLaunchKernel");
+  renamed.rename(launch, "cudaStreamSynchronize");  // a call by that name waits for the GPU
+  CHECK(report_columns_if_built(renamed) == nullptr);
+  CHECK(report_columns_if_built(base) != nullptr);  // the base keeps its own
+  const PathBreakdown after_rename = break_down_critical_path(renamed, simulate(renamed));
+  CHECK(after_rename.by_category_ns[std::size_t(PathCategory::launch_overhead)] == 0);
+  CHECK(after_rename.by_category_ns[std::size_t(PathCategory::synchronization)] == 10 * us);
+
+  Graph blocking = base;
+  blocking.set_blocking(launch, true);
+  CHECK(break_down_critical_path(blocking, simulate(blocking)).by_category_ns ==
+        after_rename.by_category_ns);
+
+  // A task added after the columns were built is read from its record: a 30 us CPU task after add.
+  Graph grown = base;
+  const TaskId add = task_named(grown, "aten::add");
+  NewTask extra = NewTask::of("extra", TaskKind::cpu, 30 * us, 0, Phase::data_loading);
+  extra.unit = grown.task(add).unit;
+  extra.after = {add};
+  grown.insert(extra);
+  REQUIRE(report_columns_if_built(grown) == report_columns(base));  // still shared: it covers the old tasks
+  const PathBreakdown grown_path = break_down_critical_path(grown, simulate(grown));
+  CHECK(grown_path.by_category_ns[std::size_t(PathCategory::data_loading)] == 30 * us);
+  CHECK(grown_path.by_category_ns[std::size_t(PathCategory::cpu)] == 40 * us);
 }
 
 TEST_CASE("predict: a 2x faster GPU on a GPU-bound step, iterations and JSON", "[predict]") {
