@@ -7,16 +7,24 @@
 #include "common/text.hpp"
 #include "daydream/analyze.hpp"
 #include "daydream/transform.hpp"
+#include "graph/graph_access.hpp"
+#include "graph/graph_storage.hpp"
 
 namespace daydream {
 
 TimeNs median_launch_call_ns(const Graph& graph, TimeNs fallback_ns) {
+  // Columns skip every task but the live calls; each name's text is read once (0 unknown, 1 a
+  // launch, 2 not).
+  const auto columns = GraphAccess::task_columns(graph);
+  std::vector<std::uint8_t> launch_by_name;
   std::vector<TimeNs> durations;
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {
-    const Task& task = graph.task(t);
-    if (task.removed || task.kind != TaskKind::runtime) continue;
-    const auto name = graph.name(t);
-    if (name.find("LaunchKernel") != std::string_view::npos) durations.push_back(task.duration_ns);
+    if (columns->removed[t] || columns->kind[t] != TaskKind::runtime) continue;
+    const std::uint32_t name = graph.task(t).name;
+    if (name >= launch_by_name.size()) launch_by_name.resize(name + 1, 0);
+    std::uint8_t& launch = launch_by_name[name];
+    if (launch == 0) launch = graph.string(name).find("LaunchKernel") != std::string_view::npos ? 1 : 2;
+    if (launch == 1) durations.push_back(columns->duration_ns[t]);
   }
   return durations.empty() ? fallback_ns : text::median(durations, text::EvenCount::upper);
 }

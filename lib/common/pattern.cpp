@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include <mutex>
+#include <unordered_map>
+
 #include "daydream/error.hpp"
 
 namespace daydream {
@@ -29,12 +32,45 @@ std::string shown(const std::string& pattern) {
   return fmt::format("{}... ({} characters)", pattern.substr(0, kShown), pattern.size());
 }
 
+/// Compiled patterns by their text, for the process: at most kCachedPatterns, each of at most
+/// kCachedProgram instructions (a few KiB; larger ones are compiled each time), dropped all at
+/// once when full. Invalid patterns are never kept.
+class PatternCache {
+ public:
+  std::shared_ptr<const RE2> find(const std::string& pattern) {
+    std::lock_guard lock(mutex_);
+    const auto it = compiled_.find(pattern);
+    return it == compiled_.end() ? nullptr : it->second;
+  }
+  void keep(const std::string& pattern, std::shared_ptr<const RE2> re) {
+    if (re->ProgramSize() > kCachedProgram) return;
+    std::lock_guard lock(mutex_);
+    if (compiled_.size() >= kCachedPatterns) compiled_.clear();
+    compiled_.emplace(pattern, std::move(re));
+  }
+
+ private:
+  static constexpr std::size_t kCachedPatterns = 256;
+  static constexpr int kCachedProgram = 4096;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const RE2>> compiled_;
+};
+
+PatternCache& pattern_cache() {
+  static PatternCache cache;
+  return cache;
+}
+
 }  // namespace
 
-Pattern::Pattern(const std::string& pattern, std::string_view what) : re_(std::make_unique<RE2>(pattern, options())) {
-  if (!re_->ok())
+Pattern::Pattern(const std::string& pattern, std::string_view what) : re_(pattern_cache().find(pattern)) {
+  if (re_) return;
+  auto re = std::make_shared<const RE2>(pattern, options());
+  if (!re->ok())
     throw Error(fmt::format("invalid {} pattern '{}': not a regular expression RE2 accepts ({})", what,
-                            shown(pattern), shown(re_->error())));
+                            shown(pattern), shown(re->error())));
+  pattern_cache().keep(pattern, re);
+  re_ = std::move(re);
 }
 
 Pattern::~Pattern() = default;

@@ -18,7 +18,8 @@ class Pattern {
   /// Compiles `pattern` (RE2 syntax; a leading "(?i)" ignores case, as in Python's re). Throws
   /// Error "invalid <what> pattern '...': not a regular expression RE2 accepts (<reason>)" for one
   /// RE2 cannot compile, such as a lookahead, a back-reference, a repetition over {1000} or a
-  /// program over 8 MiB.
+  /// program over 8 MiB. A small pattern compiled before in this process is shared, not compiled
+  /// again (a sweep's scenarios name the same few patterns thousands of times).
   Pattern(const std::string& pattern, std::string_view what);
   ~Pattern();
   Pattern(Pattern&&) noexcept;
@@ -28,7 +29,7 @@ class Pattern {
   bool search(std::string_view text) const;
 
  private:
-  std::unique_ptr<re2::RE2> re_;
+  std::shared_ptr<const re2::RE2> re_;  // const: RE2 matches from many threads at once
 };
 
 }  // namespace daydream

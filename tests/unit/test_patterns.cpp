@@ -3,8 +3,12 @@
 // for minutes under std::regex's recursive backtracking.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "common/pattern.hpp"
 #include "daydream/error.hpp"
 #include "daydream/graph.hpp"
 #include "daydream/ingest.hpp"
@@ -99,4 +103,35 @@ TEST_CASE("patterns: the syntax users write keeps its meaning", "[patterns]") {
   CHECK(fixed.notes.front().find("1 tensor-core kernels scaled by 1/3") != std::string::npos);
   const Prediction no_exclude = amp.predict(parse_scenario_spec("amp:tensor_core=3,other=2,casts=0,exclude="));
   CHECK(no_exclude.notes.front().find("2 tensor-core kernels scaled by 1/3") != std::string::npos);
+}
+
+TEST_CASE("patterns: a pattern compiled again is the same pattern, from any thread", "[patterns]") {
+  // Compiled patterns are shared across the process (a sweep names the same few thousands of
+  // times): a second compilation must match as the first, an invalid one must be refused every
+  // time, and threads compiling and matching at once must agree.
+  using namespace daydream;
+  const Pattern first("(?i)^[^(]*(gemm|conv)", "test");
+  const Pattern again("(?i)^[^(]*(gemm|conv)", "test");
+  for (const char* name : {"volta_sgemm_128x64_nn", "Conv3d", "elementwise(gemm)", "relu"})
+    CHECK(first.search(name) == again.search(name));
+  CHECK(again.search("implicit_CONVOLVE"));
+  CHECK_FALSE(again.search("relu"));
+  for (int k = 0; k < 2; ++k) CHECK_THROWS_WITH(Pattern("(a)\\1", "test"), Catch::Contains("invalid test pattern"));
+  // More distinct patterns than the cache keeps: each still means itself.
+  for (int i = 0; i < 600; ++i) {
+    const Pattern p("^k" + std::to_string(i) + "$", "test");
+    CHECK(p.search("k" + std::to_string(i)));
+    CHECK_FALSE(p.search("k" + std::to_string(i + 1)));
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        const Pattern p("^t" + std::to_string((i + t) % 300) + "_", "test");
+        if (!p.search("t" + std::to_string((i + t) % 300) + "_x") || p.search("u_x")) ++wrong;
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  CHECK(wrong == 0);
 }
