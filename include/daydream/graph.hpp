@@ -95,23 +95,27 @@ enum class Phase : std::uint8_t { unknown, forward, backward, update, data_loadi
 inline constexpr std::size_t kPhaseCount = 5;
 std::string_view to_string(Phase phase);
 
+/// Fields are grouped by size so that the record packs into 104 bytes (every what-if copies one
+/// per task).
 struct Task {
   TaskKind kind = TaskKind::cpu;
+  Phase phase = Phase::unknown;
+  bool blocking = false;             ///< a CPU call that waits for GPU work (sync edges end here)
+  bool removed = false;              ///< removed by a transformation: no edges, not simulated
   UnitId unit = 0;
   std::uint32_t name = 0;            ///< index into Graph::strings()
+  std::int32_t iteration = -1;       ///< index into Graph::iterations(), or -1
   TimeNs duration_ns = 0;
   /// Earliest start, relative to the graph origin; only tasks without predecessors use it.
   TimeNs release_ns = 0;
   TimeNs recorded_start_ns = 0;      ///< start in the trace, relative to the origin (reference only)
-  std::int32_t iteration = -1;       ///< index into Graph::iterations(), or -1
   std::int64_t correlation = kNone;  ///< CUDA correlation id (API calls and GPU tasks)
   std::int64_t source_event = kNone; ///< file index of the trace event this task came from
   /// Innermost operator around the task (CPU) or around its launch call (GPU), as a file index.
   std::int64_t op_event = kNone;
   std::uint32_t op_name = 0;         ///< name of that operator (index into strings), 0 = none
-  std::int64_t bytes = kNone;        ///< memcpy/memset size
-  Phase phase = Phase::unknown;
   std::uint32_t layer = 0;           ///< layer name (index into strings), 0 = none
+  std::int64_t bytes = kNone;        ///< memcpy/memset size
   /// A kernel's launch configuration: index into Graph::launch_configs(), or -1 (not recorded,
   /// not a kernel, or inserted by a transformation).
   std::int32_t launch = -1;
@@ -127,9 +131,8 @@ struct Task {
   /// exclusion, not an order: the simulator makes this call wait for that call's end only when
   /// that call's thread reached it first. kNoTask when the trace shows no such wait.
   TaskId lock_held_by = kNoTask;
-  bool blocking = false;             ///< a CPU call that waits for GPU work (sync edges end here)
-  bool removed = false;              ///< removed by a transformation: no edges, not simulated
 };
+static_assert(sizeof(Task) <= 104, "Task packs into 104 bytes (the fields grouped by size)");
 
 /// How an iteration's measured (and simulated) time is taken. One definition serves every
 /// output (replay, predict, sweep, validate, bottleneck, Python): the iteration's window on the

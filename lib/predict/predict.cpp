@@ -50,7 +50,7 @@ std::vector<bool> run_units(const Graph& graph) {
   for (UnitId u = 0; u < graph.units().size(); ++u) in_run[u] = graph.units()[u].kind != UnitKind::cpu_thread;
   for (const Iteration& it : graph.iterations())
     if (it.first_task != kNoTask) in_run[graph.task(it.first_task).unit] = true;
-  const auto columns = GraphAccess::task_columns(graph);  // 5 bytes a task, not a 120-byte record
+  const auto columns = GraphAccess::task_columns(graph);  // 5 bytes a task, not a 104-byte record
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {
     const UnitId unit = columns->unit[t];
     if (in_run[unit] || columns->removed[t]) continue;  // a unit needs one launch
@@ -70,7 +70,7 @@ std::pair<TimeNs, TimeNs> iteration_window(const Graph& graph, const SimulationR
 
 TimeNs run_span_ns(const Graph& graph, const SimulationResult& result) {
   const std::vector<bool> in_run = run_units(graph);
-  const auto columns = GraphAccess::task_columns(graph);  // 5 bytes a task, not a 120-byte record
+  const auto columns = GraphAccess::task_columns(graph);  // 5 bytes a task, not a 104-byte record
   TimeNs first = std::numeric_limits<TimeNs>::max(), last = std::numeric_limits<TimeNs>::min();
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {
     if (columns->removed[t] || !in_run[columns->unit[t]]) continue;

@@ -122,7 +122,7 @@ class TaskSelector {
   }
 
   /// Whether a live task of this kind may pass: what select() asks of the task columns before
-  /// reading a task's record (a 120-byte read per task, where most filters want one kind).
+  /// reading a task's record (a 104-byte read per task, where most filters want one kind).
   bool may_pass(TaskKind kind) const { return kinds_[static_cast<std::size_t>(kind)]; }
 
   bool operator()(TaskId id) {

@@ -110,28 +110,6 @@ TEST_CASE("edge store: rows keep insertion order through removals, bypasses and 
   CHECK(copy.out_degree(0) == 0);
 }
 
-TEST_CASE("edge store: removing a chain bridged onto one task costs its own edges", "[edge_store]") {
-  // p -> c1 -> c2 -> ... -> cn, each ci -> ki: bypassing c1..cn in order leaves p -> k1..kn, cn's
-  // successor last (the pattern of a step's launch calls removed one after another).
-  EdgeStore store;
-  constexpr TaskId n = 20'000;
-  const TaskId p = store.add_vertex();
-  std::vector<TaskId> calls, kernels;
-  for (TaskId i = 0; i < n; ++i) calls.push_back(store.add_vertex()), kernels.push_back(store.add_vertex());
-  const TaskId end = store.add_vertex();
-  store.add(p, calls[0], with_delay(1));
-  for (TaskId i = 0; i < n; ++i) {
-    store.add(calls[i], kernels[i], with_delay(0));
-    store.add(calls[i], i + 1 < n ? calls[i + 1] : end, with_delay(1));
-  }
-  for (TaskId c : calls) store.bypass_vertex(c, sum_of_delays);
-  const auto row = store_row(store, p, true);
-  REQUIRE(row.size() == n + 1);
-  for (TaskId i = 0; i < n; ++i) REQUIRE(row[i] == std::pair(kernels[i], TimeNs(i + 1)));
-  CHECK(row.back() == std::pair(end, TimeNs(n + 1)));
-  CHECK(store.num_edges() == n + 1);
-}
-
 TEST_CASE("edge store: bypass_vertices leaves every row as bypass_vertex one by one does", "[edge_store]") {
   // Random stores (parallel edges, cycles: the store does not care), random sets of vertices in
   // random orders. Every out- and in-row must match the one-by-one bypasses exactly, edge by edge
@@ -190,23 +168,44 @@ TEST_CASE("edge store: bypass_vertices leaves every row as bypass_vertex one by 
   CHECK(store_row(store, 0, true) == std::vector<std::pair<TaskId, TimeNs>>{{3, 6}});
 }
 
-TEST_CASE("edge store: bypass_vertices on a chain bridged onto one task adds only the bridges that stay",
-          "[edge_store]") {
+namespace {
+
+/// p -> c1 -> c2 -> ... -> cn -> end, each ci -> ki: the pattern of a step's launch calls.
+struct LaunchChain {
+  static constexpr TaskId n = 20'000;
   EdgeStore store;
-  constexpr TaskId n = 20'000;
-  const TaskId p = store.add_vertex();
+  TaskId p = store.add_vertex();
   std::vector<TaskId> calls, kernels;
-  for (TaskId i = 0; i < n; ++i) calls.push_back(store.add_vertex()), kernels.push_back(store.add_vertex());
-  const TaskId end = store.add_vertex();
-  store.add(p, calls[0], with_delay(1));
-  for (TaskId i = 0; i < n; ++i) {
-    store.add(calls[i], kernels[i], with_delay(0));
-    store.add(calls[i], i + 1 < n ? calls[i + 1] : end, with_delay(1));
+  TaskId end = kNoTask;
+
+  LaunchChain() {
+    for (TaskId i = 0; i < n; ++i) calls.push_back(store.add_vertex()), kernels.push_back(store.add_vertex());
+    end = store.add_vertex();
+    store.add(p, calls[0], with_delay(1));
+    for (TaskId i = 0; i < n; ++i) {
+      store.add(calls[i], kernels[i], with_delay(0));
+      store.add(calls[i], i + 1 < n ? calls[i + 1] : end, with_delay(1));
+    }
   }
-  REQUIRE(store.bypass_vertices(calls, sum_of_delays, false));
-  const auto row = store_row(store, p, true);
-  REQUIRE(row.size() == n + 1);
-  for (TaskId i = 0; i < n; ++i) REQUIRE(row[i] == std::pair(kernels[i], TimeNs(i + 1)));
-  CHECK(row.back() == std::pair(end, TimeNs(n + 1)));
-  CHECK(store.num_edges() == n + 1);
+  /// With c1..cn bypassed in order: p -> k1..kn, then cn's successor, and no other edge.
+  void check_bridged() const {
+    const auto row = store_row(store, p, true);
+    REQUIRE(row.size() == n + 1);
+    for (TaskId i = 0; i < n; ++i) REQUIRE(row[i] == std::pair(kernels[i], TimeNs(i + 1)));
+    CHECK(row.back() == std::pair(end, TimeNs(n + 1)));
+    CHECK(store.num_edges() == n + 1);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("edge store: removing a chain bridged onto one task costs its own edges", "[edge_store]") {
+  // One by one, each bypass bridges onto p (the pattern of a step's launch calls removed one after
+  // another); at once, the bridges between two calls never enter the store.
+  LaunchChain one_by_one;
+  for (TaskId c : one_by_one.calls) one_by_one.store.bypass_vertex(c, sum_of_delays);
+  one_by_one.check_bridged();
+  LaunchChain at_once;
+  REQUIRE(at_once.store.bypass_vertices(at_once.calls, sum_of_delays, false));
+  at_once.check_bridged();
 }

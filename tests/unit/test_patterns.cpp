@@ -2,6 +2,7 @@
 // matched in linear time without recursion. Each case here overflowed the stack (SIGSEGV) or ran
 // for minutes under std::regex's recursive backtracking.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <string>
@@ -119,17 +120,18 @@ TEST_CASE("patterns: a pattern compiled again is the same pattern, from any thre
   for (int k = 0; k < 2; ++k) CHECK_THROWS_WITH(Pattern("(a)\\1", "test"), Catch::Contains("invalid test pattern"));
   // More distinct patterns than the cache keeps: each still means itself.
   for (int i = 0; i < 600; ++i) {
-    const Pattern p("^k" + std::to_string(i) + "$", "test");
-    CHECK(p.search("k" + std::to_string(i)));
-    CHECK_FALSE(p.search("k" + std::to_string(i + 1)));
+    const Pattern p(fmt::format("^k{}$", i), "test");
+    CHECK(p.search(fmt::format("k{}", i)));
+    CHECK_FALSE(p.search(fmt::format("k{}", i + 1)));
   }
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
       for (int i = 0; i < 500; ++i) {
-        const Pattern p("^t" + std::to_string((i + t) % 300) + "_", "test");
-        if (!p.search("t" + std::to_string((i + t) % 300) + "_x") || p.search("u_x")) ++wrong;
+        const int k = (i + t) % 300;
+        const Pattern p(fmt::format("^t{}_", k), "test");
+        if (!p.search(fmt::format("t{}_x", k)) || p.search("u_x")) ++wrong;
       }
     });
   for (auto& thread : threads) thread.join();
