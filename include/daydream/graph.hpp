@@ -573,6 +573,8 @@ class Graph {
   /// The edges as flat arrays for the simulator; thread-safe, cached until the structure changes.
   std::shared_ptr<const EdgeTable> edge_table() const;
   void check_live(TaskId id, std::string_view what) const;
+  /// Flags a task removed (its edges are gone already), in the columns too where they are built.
+  void mark_removed(TaskId id, TaskColumns* columns);
   void ensure_ranks();
   /// Room for this many tasks and edges (build_graph's estimate from the trace's events).
   void reserve(std::size_t tasks, std::size_t edges);

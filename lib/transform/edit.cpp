@@ -193,16 +193,19 @@ void Graph::disconnect(TaskId from, TaskId to) {
   edges.remove_all(from, to);  // fewer edges: every rank stays valid
 }
 
+void Graph::mark_removed(TaskId id, TaskColumns* columns) {
+  tasks_[id].removed = true;
+  ++removed_count_;
+  if (!columns) return;
+  columns->removed[id] = 1;
+  columns->held_by_occupancy -= tasks_[id].sm_held_by != kNoTask;
+  columns->held_by_lock -= tasks_[id].lock_held_by != kNoTask;
+}
+
 void Graph::remove(TaskId id) {
   check_live(id, "remove");
   structure().edges.bypass_vertex(id, bridge);  // keeps every rank valid
-  tasks_[id].removed = true;
-  ++removed_count_;
-  if (TaskColumns* columns = task_columns_for_change()) {
-    columns->removed[id] = 1;
-    columns->held_by_occupancy -= tasks_[id].sm_held_by != kNoTask;
-    columns->held_by_lock -= tasks_[id].lock_held_by != kNoTask;
-  }
+  mark_removed(id, task_columns_for_change());
 }
 
 void Graph::remove_all(const std::vector<TaskId>& ids, bool zero_inner_delays) {
@@ -211,14 +214,7 @@ void Graph::remove_all(const std::vector<TaskId>& ids, bool zero_inner_delays) {
   if (!structure().edges.bypass_vertices(ids, bridge, zero_inner_delays))  // keeps every rank valid
     throw Error("remove: a task is named twice");
   TaskColumns* columns = task_columns_for_change();
-  for (TaskId id : ids) {
-    tasks_[id].removed = true;
-    if (!columns) continue;
-    columns->removed[id] = 1;
-    columns->held_by_occupancy -= tasks_[id].sm_held_by != kNoTask;
-    columns->held_by_lock -= tasks_[id].lock_held_by != kNoTask;
-  }
-  removed_count_ += ids.size();
+  for (TaskId id : ids) mark_removed(id, columns);
 }
 
 TaskId Graph::insert(const NewTask& spec) {
