@@ -152,6 +152,9 @@ bool is_chain_edge(const Graph& graph, TaskId a, TaskId b, EdgeType type);
 TaskId chain_next(const Graph& graph, TaskId task);
 TaskId chain_prev(const Graph& graph, TaskId task);
 
+/// Whether `edge`, to `target`, is one by which a CUDA call launched GPU work: a launch or
+/// communication edge to a task on a GPU stream.
+bool launches(const Graph& graph, TaskId target, const Edge& edge);
 /// The GPU-stream tasks a CUDA call launched (its launch or communication edges to them); the
 /// inverse of launching_call (graph.hpp).
 std::vector<TaskId> launched_by(const Graph& graph, TaskId call);

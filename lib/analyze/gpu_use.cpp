@@ -13,15 +13,20 @@ bool is_host_copy(const Graph& graph, TaskId task) {
 }
 
 GpuUse gpu_use(const Graph& graph, TaskId cpu_task) {
-  const auto launched = launched_by(graph, cpu_task);
-  if (launched.empty()) return graph.task(cpu_task).blocking ? GpuUse::wait : GpuUse::none;
-  const auto any = [&](auto pred) { return std::any_of(launched.begin(), launched.end(), pred); };
-  if (any([&](TaskId g) { return is_host_copy(graph, g); })) return GpuUse::host_copy;
-  const auto other = [&](TaskId g) {
+  // One walk over the successors (launched_by's rule), without a list: scenarios ask this of
+  // every CPU task of a step.
+  bool launched = false, host_copy = false, other = false;
+  graph.visit_successors(cpu_task, [&](TaskId g, const Edge& e) {
+    if (!launches(graph, g, e)) return true;
+    launched = true;
     const TaskKind kind = graph.task(g).kind;
-    return kind != TaskKind::kernel && kind != TaskKind::memset;
-  };
-  return any(other) ? GpuUse::device_work : GpuUse::kernels;
+    other = other || (kind != TaskKind::kernel && kind != TaskKind::memset);
+    host_copy = is_host_copy(graph, g);
+    return !host_copy;  // the answer whatever else it launched
+  });
+  if (!launched) return graph.task(cpu_task).blocking ? GpuUse::wait : GpuUse::none;
+  if (host_copy) return GpuUse::host_copy;
+  return other ? GpuUse::device_work : GpuUse::kernels;
 }
 
 std::string_view to_string(GpuUse use) {

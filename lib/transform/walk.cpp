@@ -29,6 +29,14 @@ TaskId first_neighbor(const Graph& graph, TaskId task, bool out, Joined joined) 
   return found;
 }
 
+// Appends the GPU tasks `call` launched, in edge order.
+void append_launched(const Graph& graph, TaskId call, std::vector<TaskId>& launched) {
+  graph.visit_successors(call, [&](TaskId s, const Edge& e) {
+    if (launches(graph, s, e)) launched.push_back(s);
+    return true;
+  });
+}
+
 }  // namespace
 
 TaskId successor(const Graph& graph, TaskId task, EdgeType type) {
@@ -67,20 +75,20 @@ std::vector<TaskId> run_before(const Graph& graph, TaskId task, std::size_t max,
   return run;
 }
 
+bool launches(const Graph& graph, TaskId target, const Edge& edge) {
+  const bool launch = edge.type == EdgeType::launch || edge.type == EdgeType::communication;
+  return launch && graph.units()[graph.task(target).unit].kind == UnitKind::gpu_stream;
+}
+
 std::vector<TaskId> launched_by(const Graph& graph, TaskId call) {
   std::vector<TaskId> launched;
-  graph.visit_successors(call, [&](TaskId s, const Edge& e) {
-    const bool launch = e.type == EdgeType::launch || e.type == EdgeType::communication;
-    if (launch && graph.units()[graph.task(s).unit].kind == UnitKind::gpu_stream) launched.push_back(s);
-    return true;
-  });
+  append_launched(graph, call, launched);
   return launched;
 }
 
 std::vector<TaskId> launched_by(const Graph& graph, const std::vector<TaskId>& calls) {
   std::vector<TaskId> launched;
-  for (TaskId call : calls)
-    for (TaskId g : launched_by(graph, call)) launched.push_back(g);
+  for (TaskId call : calls) append_launched(graph, call, launched);
   return launched;
 }
 
