@@ -43,12 +43,36 @@ std::map<std::int32_t, TaskId> first_step_kernels(Graph& graph) {
   return first;
 }
 
+/// Why autocast leaves kernel `t` in fp32, or empty: the innermost operator around its launch
+/// (autocast_fp32_operator), else its name (autocast_fp32_kernel).
+std::string_view fp32_under_autocast(const Graph& graph, TaskId t) {
+  const Task& task = graph.task(t);
+  if (task.op_name != 0) {
+    const auto op = autocast_fp32_operator(graph.string(task.op_name), task.phase == Phase::forward);
+    if (!op.empty()) return op;
+  }
+  return autocast_fp32_kernel(graph.name(t));
+}
+
+std::string kept_in_fp32_note(const std::map<std::string_view, Moved>& kept) {
+  std::size_t count = 0;
+  TimeNs total = 0;
+  std::string which;
+  for (const auto& [why, moved] : kept) {
+    count += moved.count, total += moved.before_ns;
+    which += fmt::format("{}{} {}", which.empty() ? "" : ", ", why, moved.count);
+  }
+  return fmt::format("{} kernels of operators autocast runs in fp32 (PyTorch's float32 list) kept, {:.3f} ms: {}",
+                     count, ms(total), which);
+}
+
 }  // namespace
 
 std::vector<TaskId> scale_on_device(Graph& graph, const DeviceSpec& device, Precision dtype,
                                     std::vector<std::string>& notes) {
   const TimeNs floor_ns = shortest_kernel_ns(graph);
   std::map<std::string, Moved> changes;
+  std::map<std::string_view, Moved> kept_in_fp32;
   std::vector<TaskId> weighted;
   std::size_t optimizer = 0;
   const auto outside_data_loading = [](const Graph& g, TaskId t) { return g.task(t).phase != Phase::data_loading; };
@@ -56,6 +80,10 @@ std::vector<TaskId> scale_on_device(Graph& graph, const DeviceSpec& device, Prec
   for (TaskId t : kernels.ids()) {
     if (graph.task(t).phase == Phase::update) {
       ++optimizer;
+      continue;
+    }
+    if (const std::string_view why = fp32_under_autocast(graph, t); !why.empty()) {
+      rescale(graph, t, 1.0, kept_in_fp32[why], device.name);
       continue;
     }
     const KernelClass kernel = classify_kernel(graph.name(t));
@@ -69,6 +97,7 @@ std::vector<TaskId> scale_on_device(Graph& graph, const DeviceSpec& device, Prec
   for (const auto& [change, moved] : changes)
     notes.push_back(fmt::format("  {} kernels {}: {:.3f} -> {:.3f} ms", moved.count, change, ms(moved.before_ns),
                                 ms(moved.after_ns)));
+  if (!kept_in_fp32.empty()) notes.push_back(kept_in_fp32_note(kept_in_fp32));
   if (optimizer > 0)
     notes.push_back(fmt::format("{} optimizer-step kernels (fp32 master weights, outside autocast) kept", optimizer));
   if (dtype == Precision::bf16 && device.bf16_flops <= 0)

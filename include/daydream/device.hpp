@@ -209,6 +209,20 @@ KernelRun autocast_run(const KernelClass& kernel, Precision dtype);
 double autocast_time_ratio(const KernelClass& kernel, const LaunchConfig* launch, const DeviceSpec& device,
                            Precision dtype);
 
+/// Whether torch.autocast runs the kernels of operator `operator_name` (as the profiler names it,
+/// "aten::native_layer_norm") in fp32: those of PyTorch's "CUDA ops that can autocast to float32"
+/// (softmax, log_softmax, layer_norm, group_norm, the losses, sum, pow, exp, ...; their native
+/// names too, such as _softmax and nll_loss_forward) when `forward` (autocast only dispatches the
+/// forward pass: in the backward pass sum, pow and exp run in the gradients' dtype), and the
+/// backward operators of listed ones (native_layer_norm_backward, _softmax_backward_data, ...) in
+/// any phase. Returns the listed name that decided, empty when autocast runs it at its dtype.
+std::string_view autocast_fp32_operator(std::string_view operator_name, bool forward);
+
+/// The same from a kernel's name, for traces without operator events: PyTorch's own kernels of
+/// listed operators (its persistent softmax, at::native's softmax, layer_norm, group_norm and
+/// nll_loss kernels). Returns the rule ("softmax kernel", ...), empty for any other kernel.
+std::string_view autocast_fp32_kernel(std::string_view kernel_name);
+
 /// Bytes of one element at `precision` (fp32/tf32: 4, fp16/bf16: 2, fp8: 1).
 double element_bytes(Precision precision);
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "daydream/device.hpp"
+#include "model/kernel_signature.hpp"
 
 namespace daydream {
 namespace {
@@ -19,19 +20,6 @@ struct Pattern {
   std::string_view text;
   std::string_view rule;
 };
-
-/// The name before its parameter list, lower-cased: "void at::native::f<float>(...)" -> "void at::native::f<float>".
-std::string signature_of(std::string_view name) {
-  std::size_t depth = 0, end = name.size();
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    if (name[i] == '<') ++depth;
-    else if (name[i] == '>' && depth > 0) --depth;
-    else if (name[i] == '(' && depth == 0 && i > 0) { end = i; break; }
-  }
-  std::string out(name.substr(0, end));
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 template <std::size_t N>
 const Pattern* first_in(const std::string& signature, const std::array<Pattern, N>& patterns) {
@@ -116,6 +104,20 @@ Precision precision_of_mark(std::string_view text) {
 
 }  // namespace
 
+std::string kernel_signature(std::string_view name) {
+  constexpr std::string_view anonymous = "(anonymous namespace)";  // part of the name, not its parameters
+  std::size_t depth = 0, end = name.size();
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '<') ++depth;
+    else if (name[i] == '>' && depth > 0) --depth;
+    else if (name.substr(i, anonymous.size()) == anonymous) i += anonymous.size() - 1;
+    else if (name[i] == '(' && depth == 0 && i > 0) { end = i; break; }
+  }
+  std::string out(name.substr(0, end));
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
 std::string_view to_string(Engine engine) {
   switch (engine) {
     case Engine::tensor: return "tensor";
@@ -128,7 +130,7 @@ std::string_view to_string(Engine engine) {
 std::string_view to_string(Bound bound) { return bound == Bound::compute ? "compute" : "memory"; }
 
 KernelClass classify_kernel(std::string_view name) {
-  const std::string signature = signature_of(name);
+  const std::string signature = kernel_signature(name);
   KernelClass out;
   if (const Pattern* helper = first_in(signature, kLibraryHelpers)) {
     out.engine_rule = helper->rule;

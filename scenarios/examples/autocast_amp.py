@@ -2,7 +2,8 @@
 paper's plain estimate). On the GPU model (the trace's GPU known to the catalogue, no fixed factor
 given): each kernel outside the optimizer step and the data pipeline takes its time times
 daydream.autocast_time_ratio (peak ratios at the new precision, half the bytes), never below the
-trace's shortest kernel; with fp16, GradScaler's step waits for the backward pass on the GPU.
+trace's shortest kernel, except those autocast runs in fp32 (daydream.autocast_fp32); with fp16,
+GradScaler's step waits for the backward pass on the GPU.
 Otherwise the paper's factors: tensor-core kernels 1/tensor_core, every other kernel 1/other.
 Then autocast's weight casts: one cast kernel per forward operator, before its first GEMM or
 convolution, launched by one more call before that kernel's call. docs/scenarios/amp.md.
@@ -79,6 +80,8 @@ def _scale_on_device(graph, gpu, dtype, devices):
     floor_ns = min((k.duration_ns for k in kernels if k.duration_ns > 0), default=0)
     weighted = []
     for kernel in graph.select(lambda t: t.phase not in ("data_loading", "update"), kind="kernel"):
+        if daydream.autocast_fp32(kernel.name, kernel.op, kernel.phase == "forward"):
+            continue  # an operator on autocast's float32 list (or its backward): runs in fp32 as traced
         if daydream.kernel_class(kernel.name)["engine"] != "none":
             weighted.append(kernel)
         ratio = daydream.autocast_time_ratio(kernel.name, gpu, dtype, devices)

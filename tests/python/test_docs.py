@@ -216,3 +216,26 @@ def test_every_scenario_has_its_page_linked_from_the_scenario_docs():
     assert pages == names
     index = (REPO / "docs" / "scenarios.md").read_text()
     assert [name for name in names if f"(scenarios/{name}.md)" not in index] == []
+
+
+def test_amp_docs_quote_the_ddp_resnet_predictions_as_they_are(cli):
+    """docs/scenarios/amp.md's table of ddp-resnet-v100-rank0 (baseline, amp, amp:grad_scaler=0,
+    amp:tensor_core=3 per step, and the medians) is what `daydream predict --json` gives now."""
+    trace_dir = REPO.parent / "shared" / "traces" / "ddp-resnet-v100-rank0"
+    traces = sorted(trace_dir.glob("*.json.gz"))
+    if not traces:
+        pytest.skip(f"shared trace absent: {trace_dir} (the shared traces folder is not next to the checkout)")
+    columns = []
+    for spec in ("amp", "amp:grad_scaler=0", "amp:tensor_core=3"):
+        out = subprocess.run([cli, "predict", str(traces[0]), "--scenario", spec, "--json"], check=True,
+                             capture_output=True, text=True).stdout
+        columns.append(json.loads(out))
+    rows = [f"| {it['name']} | {it['baseline_ms']:.3f} ms | "
+            + " | ".join(f"{c['iterations'][i]['predicted_ms']:.3f} ms" for c in columns) + " |"
+            for i, it in enumerate(columns[0]["iterations"])]
+    medians = [c["median"]["predicted_ms"] for c in columns]
+    base = columns[0]["median"]["baseline_ms"]
+    speedups = [f"{m:.3f} ms ({base / m:.2f}x)" for m in medians]
+    rows.append(f"| **median** | {base:.3f} ms | **{speedups[0]}** | {speedups[1]} | {speedups[2]} |")
+    doc = (REPO / "docs" / "scenarios" / "amp.md").read_text().splitlines()
+    assert [row for row in rows if row not in doc] == []

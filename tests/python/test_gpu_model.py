@@ -31,6 +31,17 @@ def test_kernel_class_names_the_rule_that_decided():
     assert daydream.kernel_class("void at::native::vectorized_elementwise_kernel<4, float>(int)")["bound"] == "memory"
 
 
+def test_autocast_fp32_names_the_listed_operator_or_kernel():
+    softmax = "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, true, false>(float*, int)"
+    add = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)"
+    assert daydream.autocast_fp32(softmax) == "softmax kernel"
+    assert daydream.autocast_fp32(add, operator="aten::sum") == "sum"
+    assert daydream.autocast_fp32(add, operator="aten::sum", forward=False) is None  # backward: the gradients' dtype
+    assert daydream.autocast_fp32(add, operator="aten::native_layer_norm_backward", forward=False) == \
+        "native_layer_norm_backward"
+    assert daydream.autocast_fp32(add, operator="aten::add") is None
+
+
 def test_traced_gpu_and_the_gpu_scenario_identity():
     if not V100_TRACE.exists():
         pytest.skip(f"trace absent: {V100_TRACE}")

@@ -13,7 +13,7 @@ def test_exports():
         "apply_scenario", "sweep", "validate", "write_timeline", "fit_link", "collective_traffic_bytes",
         "estimate_loads", "recorded_first_starts", "RangeTasks", "TraceCollectives", "BackwardPass",
         "TracedPass", "LaunchIndex", "RingCost", "ns_per_byte", "read_parameter_counts", "gpus", "kernel_class",
-        "autocast_time_ratio", "roofline", "Roofline", "plot_roofline", "prices", "run_cost", "bottleneck", "Bottleneck",
+        "autocast_time_ratio", "autocast_fp32", "roofline", "Roofline", "plot_roofline", "prices", "run_cost", "bottleneck", "Bottleneck",
         "MAX_SPECS"}
     # Written in Python: daydream/_sweep.py, _validate.py, _roofline.py, _bottleneck.py, plot.py
     for name in set(daydream.__all__) - {"sweep", "validate", "roofline", "Roofline", "plot_roofline", "bottleneck",

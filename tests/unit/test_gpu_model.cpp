@@ -317,6 +317,79 @@ TEST_CASE("amp on the GPU model: each kernel as autocast runs it on the traced A
   CHECK(autocast_time_ratio(classify_kernel(kHalfAdd), nullptr, a100, Precision::fp16) == 1.0);
 }
 
+TEST_CASE("amp on the GPU model: operators autocast runs in fp32 keep their kernels' time", "[gpu][amp]") {
+  constexpr const char* kLayerNorm =
+      "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, const float*)";
+  constexpr const char* kLayerNormBackward =
+      "void at::native::(anonymous namespace)::layer_norm_grad_input_kernel<float, float>(const float*, int)";
+  constexpr const char* kSum =
+      "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+      "at::native::sum_functor<float, float, float>>>>(at::native::ReduceOp<float>)";
+  constexpr const char* kSoftmax =
+      "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, true, false>(float*, const float*, int)";
+  constexpr const char* kMegatronSoftmax =
+      "void scaled_masked_softmax_warp_forward<c10::BFloat16, c10::BFloat16, float, 10>(float*, const float*, int)";
+  constexpr const char* kApexLayerNorm = "void cuApplyLayerNorm<float, float, float>(float*, float*, int, int)";
+  test::KinetoJson t;
+  t.device(a100_properties());
+  t.annotation("ProfilerStep#1", 0, 6000);
+  // Forward (the step's main thread): operators on the float32 list keep their time, others halve.
+  t.cpu_op("aten::native_layer_norm", 1, 4);
+  t.runtime("cudaLaunchKernel", 2, 2, 1);
+  t.kernel(kLayerNorm, 20, 400, 1);
+  t.cpu_op("aten::sum", 6, 4);
+  t.runtime("cudaLaunchKernel", 7, 2, 2);
+  t.kernel(kSum, 420, 400, 2);
+  t.cpu_op("aten::add", 11, 4);
+  t.runtime("cudaLaunchKernel", 12, 2, 3);
+  t.kernel(kElementwise, 820, 400, 3);
+  // No operator recorded: PyTorch's persistent softmax by its name; other libraries' kernels halve.
+  t.runtime("cudaLaunchKernel", 16, 2, 4);
+  t.kernel(kSoftmax, 1220, 400, 4);
+  t.runtime("cudaLaunchKernel", 19, 2, 5);
+  t.kernel(kApexLayerNorm, 1620, 400, 5);
+  // Backward (the autograd thread): a listed operator's backward keeps its time; a sum halves.
+  t.annotation("autograd::engine::evaluate_function: NativeLayerNormBackward0", 30, 20, 2);
+  t.cpu_op("aten::native_layer_norm_backward", 31, 4, 2);
+  t.runtime("cudaLaunchKernel", 32, 2, 6, 2);
+  t.kernel(kLayerNormBackward, 2020, 400, 6);
+  t.cpu_op("aten::sum", 36, 4, 2);
+  t.runtime("cudaLaunchKernel", 37, 2, 7, 2);
+  t.kernel(kSum, 2420, 400, 7);
+  t.runtime("cudaLaunchKernel", 41, 2, 8, 2);  // the trace's shortest kernel (2 us): the floor
+  t.kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)", 2820, 2, 8);
+  t.runtime("cudaDeviceSynchronize", 60, 3000, 9);
+  Graph graph = test::graph_of(t.str());
+  const auto out = test::apply(graph, "amp:casts=0,grad_scaler=0");
+  const auto durations_of = [&](const char* name) {
+    std::vector<TimeNs> durations;  // in task order: the forward's before the backward's
+    for (TaskId k = 0; k < graph.num_tasks(); ++k)
+      if (graph.task(k).kind == TaskKind::kernel && graph.name(k) == name) durations.push_back(graph.task(k).duration_ns);
+    return durations;
+  };
+  CHECK(durations_of(kLayerNorm) == std::vector<TimeNs>{400'000});
+  CHECK(durations_of(kSum) == std::vector<TimeNs>{400'000, 200'000});  // forward kept, backward halved
+  CHECK(durations_of(kElementwise) == std::vector<TimeNs>{200'000});
+  CHECK(durations_of(kSoftmax) == std::vector<TimeNs>{400'000});
+  CHECK(durations_of(kApexLayerNorm) == std::vector<TimeNs>{200'000});
+  CHECK(durations_of(kLayerNormBackward) == std::vector<TimeNs>{400'000});
+  CHECK_THAT(test::all_notes(out),
+             Catch::Contains("4 kernels of operators autocast runs in fp32 (PyTorch's float32 list) kept, 1.600 ms: "
+                             "native_layer_norm 1, native_layer_norm_backward 1, softmax kernel 1, sum 1"));
+  // The library calls: names with or without aten::, the phase, and kernel names.
+  CHECK(autocast_fp32_operator("aten::_softmax", true) == "_softmax");
+  CHECK(autocast_fp32_operator("aten::_softmax", false).empty());
+  CHECK(autocast_fp32_operator("_log_softmax_backward_data", false) == "_log_softmax_backward_data");
+  CHECK(autocast_fp32_operator("aten::addmm", true).empty());
+  CHECK(autocast_fp32_operator("aten::summary", true).empty());
+  CHECK(autocast_fp32_kernel(kMegatronSoftmax).empty());
+  CHECK(autocast_fp32_kernel(kLayerNormBackward) == "layer_norm kernel");
+  CHECK(autocast_fp32_kernel(kElementwise).empty());
+  // A kernel in an anonymous namespace is classed by its whole name, not cut at "(anonymous".
+  CHECK(classify_kernel("void at::native::(anonymous namespace)::f<c10::Half>(c10::Half*)").precision ==
+        Precision::fp16);
+}
+
 TEST_CASE("amp on the GPU model: fixed factors, unknown GPUs, bf16 without bf16 units", "[gpu][amp]") {
   SECTION("tensor_core or other given: the paper's fixed factors") {
     Graph graph = amp_step();

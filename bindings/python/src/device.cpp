@@ -107,6 +107,18 @@ void init_device(py::module_& m) {
       "How many times longer the kernel `name`, traced on the catalogue GPU `gpu`, takes under torch.autocast to "
       "`dtype` (the amp scenario's GPU model, docs/gpu_model.md); 1 for a kernel already in half precision.");
   m.def(
+      "autocast_fp32",
+      [](const std::string& name, const std::optional<std::string>& op, bool forward) -> std::optional<std::string> {
+        std::string_view why = op ? autocast_fp32_operator(*op, forward) : std::string_view{};
+        if (why.empty()) why = autocast_fp32_kernel(name);
+        if (why.empty()) return std::nullopt;
+        return std::string(why);
+      },
+      py::arg("name"), py::arg("operator") = py::none(), py::arg("forward") = true,
+      "Why torch.autocast runs the kernel `name` in fp32 (an operator on PyTorch's float32 list, or its backward, "
+      "named by `operator`, or one of PyTorch's own softmax/layer_norm/group_norm/nll_loss kernels by its name), "
+      "or None: the amp scenario keeps those kernels' time (docs/scenarios/amp.md).");
+  m.def(
       "prices",
       [](const std::string& price, const std::optional<std::string>& devices) {
         const Pricing pricing(price, devices);
