@@ -4,8 +4,8 @@
 //
 // Per occurrence of the `region` range (default "ProfilerStep#": the whole training step) on its
 // thread:
-//  - captured: the CPU work inside the region's time on every operator thread (the autograd
-//    thread's too), except data loading (phase data_loading) and what a capture cannot hold:
+//  - captured: the CPU work inside the region's time on every operator thread of its process
+//    (the autograd thread's too; not another process's, not another rank's in a job), except data loading (phase data_loading) and what a capture cannot hold:
 //    calls that wait for the GPU without launching (synchronizations, waits for copies) and calls
 //    launching copies to or from host memory, which stay with their copies. Captured CPU tasks are
 //    removed: a replayed graph runs no Python/ATen code and makes no launch calls;
@@ -14,13 +14,14 @@
 //    call (`launch` long) in its place on the thread, launching the first GPU task of each stream
 //    (calibrated launch latency). Inside a graph, GPU tasks follow each other on their stream at
 //    the calibrated stream gap; cross-stream edges stay;
-//  - the launch queue is finite: a graph launch waits until the graph launched `in_flight`
-//    launches earlier has finished (default 1: as with one synchronization per step). Captured
-//    calls that waited for a full launch queue stay as zero-time ordering points, so the CPU never
-//    runs further ahead of the GPU than it did in the trace either.
+//  - the launch queue is finite: a graph launch waits until the graph its thread launched
+//    `in_flight` launches earlier has finished (default 1: as with one synchronization per
+//    step). Captured calls that waited for a full launch queue stay as zero-time ordering points,
+//    so the CPU never runs further ahead of the GPU than it did in the trace either.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -60,8 +61,11 @@ std::vector<std::vector<TaskId>> pieces_of(const Graph& graph, const RangeTasks&
     if (!cut) pieces.back().push_back(t);
     open = !cut;
   }
+  const Unit& home = graph.units()[window.unit];
   for (UnitId u = 0; u < graph.units().size() && !pieces.empty(); ++u) {
-    if (u == window.unit || graph.units()[u].kind != UnitKind::cpu_thread || graph.units()[u].background) continue;
+    const Unit& unit = graph.units()[u];
+    if (u == window.unit || unit.kind != UnitKind::cpu_thread || unit.background) continue;
+    if (unit.rank != home.rank || unit.process != home.process) continue;  // a graph holds one process's work
     for (TaskId t : regions.tasks(window, u)) {
       const auto after = std::upper_bound(starts.begin(), starts.end(), graph.task(t).recorded_start_ns);
       if (!left_out(graph, t, tally)) pieces[std::max<std::ptrdiff_t>(after - starts.begin() - 1, 0)].push_back(t);
@@ -100,12 +104,19 @@ std::optional<Captured> capture(Graph& graph, const std::vector<TaskId>& piece, 
   return Captured{launch, launch_graph(graph, launch, streams)};
 }
 
-// The finite launch queue: a graph launch waits for the graph launched `in_flight` launches earlier.
+// The finite launch queue: a graph launch waits for the graph its thread launched `in_flight`
+// launches earlier. Each thread has its own queue: in a job graph, one rank's launches never wait
+// for another rank's graphs (they meet only at their collectives). `graphs` is in launch order on
+// each thread.
 void throttle(Graph& graph, const std::vector<Captured>& graphs, std::size_t in_flight) {
-  for (std::size_t j = in_flight; j < graphs.size(); ++j) {
-    for (TaskId tail : graphs[j - in_flight].tails)
-      graph.connect(tail, graphs[j].launch, {EdgeType::sync, Timing::finish_to_start, 0, false});
-    graph.set_blocking(graphs[j].launch, true);
+  std::map<UnitId, std::vector<const Captured*>> by_thread;
+  for (const Captured& g : graphs) by_thread[graph.task(g.launch).unit].push_back(&g);
+  for (const auto& [thread, launched] : by_thread) {
+    for (std::size_t j = in_flight; j < launched.size(); ++j) {
+      for (TaskId tail : launched[j - in_flight]->tails)
+        graph.connect(tail, launched[j]->launch, {EdgeType::sync, Timing::finish_to_start, 0, false});
+      graph.set_blocking(launched[j]->launch, true);
+    }
   }
 }
 

@@ -1,9 +1,10 @@
 """cuda_graphs in Python: the twin of the built-in (scenarios/cuda_graphs.cpp). The step captured
 once and replayed as CUDA graphs: per occurrence of the `region` range, the CPU work on every
-operator thread is captured (not data loading, waits without a launch, or launches of host
-copies); each stretch between those becomes one graph, one cudaGraphLaunch (`launch` ns) in its
-place launching each stream's first task; inside a graph a stream runs back to back; a launch
-waits for the graph `in_flight` launches earlier. docs/scenarios/cuda_graphs.md.
+operator thread of its process (and rank) is captured (not data loading, waits without a launch,
+or launches of host copies); each stretch between those becomes one graph, one cudaGraphLaunch
+(`launch` ns) in its place launching each stream's first task; inside a graph a stream runs back
+to back; a launch waits for the graph its thread launched `in_flight` launches earlier.
+docs/scenarios/cuda_graphs.md.
 
     import daydream, cuda_graphs
     graph = daydream.load("trace.json.gz")
@@ -33,10 +34,13 @@ def _pieces(graph, regions, window):
         if not cut:
             pieces[-1].append(t)
         open_ = not cut
+    home = graph.unit_info(window[0])
     for unit in range(len(graph.units)):
         info = graph.unit_info(unit)
         if not pieces or info["name"] == window[0] or info["kind"] != "cpu_thread" or info["background"]:
             continue
+        if (info["rank"], info["process"]) != (home["rank"], home["process"]):
+            continue  # a graph holds one process's work
         for t in regions.tasks(window, unit):
             if not _left_out(graph, t):
                 pieces[max(0, bisect.bisect_right(starts, t.recorded_start_ns) - 1)].append(t)
@@ -75,7 +79,11 @@ def apply(graph, region: str = "ProfilerStep#", launch: float = 10000.0, in_flig
                 graphs.append(captured)
     if not graphs:
         raise ValueError(f"the {len(regions.windows)} occurrences of region '{region}' launch no GPU work to capture")
-    for j in range(in_flight, len(graphs)):  # a launch waits for the graph in_flight launches earlier
-        for tail in graphs[j - in_flight][1]:
-            graph.connect(tail, graphs[j][0], "sync")
-        graphs[j][0].blocking = True
+    by_thread = {}  # each thread's launch queue: a launch waits for its graph in_flight launches earlier
+    for captured in graphs:
+        by_thread.setdefault(captured[0].unit_id, []).append(captured)
+    for launched in by_thread.values():
+        for j in range(in_flight, len(launched)):
+            for tail in launched[j - in_flight][1]:
+                graph.connect(tail, launched[j][0], "sync")
+            launched[j][0].blocking = True

@@ -513,6 +513,35 @@ TEST_CASE("cuda_graphs captures the autograd thread's launches into the step's g
   CHECK(both.find_cycle().empty());
 }
 
+TEST_CASE("cuda_graphs captures only the region's own process", "[scenario][fusion]") {
+  // Process 100 (the builder's) runs the step; process 200 launches other_k on another stream
+  // during it. A graph holds one process's work: process 200's op and launch stay, with its kernel.
+  const std::string other_op =
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 200, "tid": 5, "ts": 11, "dur": 8, "args": {}})";
+  const std::string other_launch =
+      R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 200, "tid": 5, "ts": 12, "dur": 4, )"
+      R"("args": {"cbid": 211, "correlation": 9, "External id": 9}})";
+  const Graph base = test::graph_of(KinetoJson()
+                                        .annotation("ProfilerStep#0", 0, 50)
+                                        .cpu_op("aten::conv2d", 5, 20)
+                                        .runtime("cudaLaunchKernel", 10, 5, 1)
+                                        .kernel("k_a", 20, 100, 1)
+                                        .raw(other_op)
+                                        .raw(other_launch)
+                                        .kernel("other_k", 30, 10, 9, 8)
+                                        .str());
+  Graph g = base;
+  apply(g, "cuda_graphs");
+  CHECK(live_named(g, "cudaGraphLaunch") == 1);
+  CHECK(live_named(g, "aten::conv2d") == 0);
+  CHECK(live_named(g, "aten::mul") == live_named(base, "aten::mul"));  // its segments around the launch
+  CHECK(live_named(g, "cudaLaunchKernel") == 1);  // process 200's
+  const TaskId launch = live_task(g, "cudaGraphLaunch");
+  CHECK(edge_between(g, launch, task_named(g, "k_a")));
+  CHECK(!edge_between(g, launch, task_named(g, "other_k")));
+  CHECK(edge_between(g, live_task(g, "cudaLaunchKernel"), task_named(g, "other_k")));
+}
+
 TEST_CASE("cuda_graphs: a graph launch waits for the graph in_flight launches earlier", "[scenario][fusion]") {
   // Two steps, one long kernel each, no synchronization.
   //   cpu: step [0,5) op [5,10) L1 [10,15) op [15,25) step [25,50) | the same 50 us later (L2 [60,65))

@@ -143,9 +143,10 @@ void init_walks(GraphClass& graph) {
       .def("unit_info", [](const GraphPtr& g, py::object unit) {
              const Unit& u = g->graph.units()[unit_id_in(*g, unit)];
              return py::dict(py::arg("name") = u.name, py::arg("kind") = std::string(to_string(u.kind)),
-                             py::arg("background") = u.background,
-                             py::arg("rank") = int_or_none(u.rank));
-           }, py::arg("unit"), "{name, kind, background, rank} of a unit (name or id).")
+                             py::arg("background") = u.background, py::arg("rank") = int_or_none(u.rank),
+                             py::arg("process") = int_or_none(u.process));
+           }, py::arg("unit"), "{name, kind, background, rank, process} of a unit (name or id; process: the pid of a "
+              "CPU thread, the device of a GPU stream, None when unknown).")
       .def("chain_spot", &chain_spot_py, py::arg("first"), py::arg("block"),
            "Where a block sits on the chain of its first task's unit: {prev, delay_in_ns, next, delay_out_ns, "
            "release_ns} (prev/next None at the ends).")
