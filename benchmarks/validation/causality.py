@@ -75,6 +75,19 @@ def covered_iterations(graph: daydream.Graph) -> set:
     return {names[i] for i, start in launched.items() if start < gpu_end and i in with_gpu}
 
 
+def latest_step_end_ms(iterations: list[dict]) -> float:
+    """How much later than in the baseline the latest-ending step of a prediction ends (ms; 0 when
+    none ends later): the largest excess of predicted over baseline time summed from the first
+    step. One step may be longer (a data-bound loop waits longer for a batch whose producer keeps
+    its pace) while none ends later."""
+    baseline = predicted = lateness = 0.0
+    for it in iterations:
+        baseline += it["baseline_ms"]
+        predicted += it["predicted_ms"]
+        lateness = max(lateness, predicted - baseline)
+    return lateness
+
+
 def survey(path: pathlib.Path) -> dict:
     graph = daydream.load(str(path))
     replay = graph.replay()
@@ -98,6 +111,7 @@ def survey(path: pathlib.Path) -> dict:
         base = sum(it["baseline_ms"] for it in rows)
         new = sum(it["predicted_ms"] for it in rows)
         row["faster_gpu_2x"] = base / new if new > 0 else None
+        row["step_end_lateness_ms"] = latest_step_end_ms(prediction["iterations"])
         measured = sum(it["measured_ms"] for it in replay["iterations"])
         kept = sum(stats.get(k, {}).get("total_ms", 0.0) for k in ("unexplained_waits", "unexplained_gaps"))
         row["unexplained_share"] = min(1.0, kept / measured) if measured > 0 else None

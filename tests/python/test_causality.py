@@ -1,6 +1,7 @@
 """Replay and causality on every shared trace (docs/validation.md, "Replay and causality"):
 each trace imports without an internal error, replays its iterations within bounds, and
-`faster_gpu:factor=2` respects Amdahl's bound (and reaches 1.7x where the run is GPU-bound).
+`faster_gpu:factor=2` respects Amdahl's bound (and reaches 1.7x where the run is GPU-bound) and
+ends no step later than the baseline.
 Skipped with a visible reason when ../shared is absent."""
 import importlib.util
 import pathlib
@@ -58,6 +59,9 @@ def test_faster_gpu_respects_amdahl_and_moves_gpu_bound_runs(survey):
         # faster_gpu scales kernels only: the tighter bound over the time some kernel runs holds too
         assert row["faster_gpu_2x"] <= row["amdahl_kernels"] + 1e-6, f"{name}: above Amdahl over kernels"
         assert row["faster_gpu_2x"] >= 1.0 - 1e-6, f"{name}: a faster GPU slowed the run"
+        # no step ends later (a single step may be longer where a data pipeline keeps its pace);
+        # 1 us of slack for the report's rounding to ns over up to 59 steps
+        assert row["step_end_lateness_ms"] <= 1e-3, f"{name}: a step ends {row['step_end_lateness_ms']:.3f} ms later"
         if row["u"] >= 0.9 and row["busiest_thread"] <= 0.4 and name not in GPU_BOUND_MISSES:
             assert row["faster_gpu_2x"] >= 1.7, f"{name}: GPU-bound but only {row['faster_gpu_2x']:.3f}x"
             checked += 1
