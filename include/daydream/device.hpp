@@ -149,6 +149,11 @@ struct KernelClass {
   /// A convolution (cuDNN: "conv", "cudnn", "fprop", "dgrad", "wgrad", "winograd", "fft" in the
   /// name) rather than a GEMM (cuBLAS): PyTorch's TF32 switches differ for the two (run_on).
   bool convolution = false;
+  /// fp32 computed as three TF32 products on the tensor cores where the GPU has TF32 (CUTLASS's
+  /// OpMultiplyAddFastF32), on the SIMT cores where it has not: PyTorch's memory-efficient
+  /// attention in fp32 (`fmha_cutlassF_f32_*`, `fmha_cutlassB_f32_*`; its gemm_kernel_utils.h
+  /// picks FastF32 tensor-core GEMMs for float on sm80 and newer).
+  bool fp32_as_3xtf32 = false;
   std::string_view engine_rule;     ///< the name pattern that set the engine ("hmma", "sgemm", ...)
   std::string_view precision_rule;  ///< the name pattern that set the precision ("tf32", "c10::half", "default fp32")
 };
@@ -170,6 +175,11 @@ struct KernelRun {
   Engine engine = Engine::none;
   Precision precision = Precision::fp32;
 };
+
+/// The peak rate (FLOP/s) of a kernel of class `kernel` running as `run` on `device`:
+/// engine_flops, except an fp32 run of a 3xTF32 kernel (KernelClass::fp32_as_3xtf32), which
+/// gets a third of the TF32 peak where the device has TF32.
+double kernel_flops(const DeviceSpec& device, const KernelClass& kernel, KernelRun run);
 
 /// How many times longer a kernel of class `kernel` takes when it runs as `run` on `to` than it
 /// took as traced on `from`:

@@ -41,13 +41,21 @@ double engine_flops(const DeviceSpec& device, Engine engine, Precision precision
   return device.fp32_flops;  // tf32/bf16 without tensor cores for it: fp32 SIMT (V100, T4)
 }
 
+double kernel_flops(const DeviceSpec& device, const KernelClass& kernel, KernelRun run) {
+  constexpr double kTf32Products = 3;  // CUTLASS OpMultiplyAddFastF32: big + small TF32 parts
+  if (kernel.fp32_as_3xtf32 && run.engine == Engine::tensor && run.precision == Precision::fp32 &&
+      device.tf32_flops > 0)
+    return device.tf32_flops / kTf32Products;
+  return engine_flops(device, run.engine, run.precision);
+}
+
 double kernel_time_ratio(const KernelClass& kernel, const LaunchConfig* launch, const DeviceSpec& from,
                          const DeviceSpec& to, KernelRun run) {
   if (&from == &to && run.engine == kernel.engine && run.precision == kernel.precision) return 1;
   if (kernel.bound == Bound::memory)
     return from.memory_bandwidth / to.memory_bandwidth * element_bytes(run.precision) / element_bytes(kernel.precision);
-  const double flops_from = engine_flops(from, kernel.engine, kernel.precision);
-  const double flops_to = engine_flops(to, run.engine, run.precision);
+  const double flops_from = kernel_flops(from, kernel, {kernel.engine, kernel.precision});
+  const double flops_to = kernel_flops(to, kernel, run);
   if (!(flops_from > 0) || !(flops_to > 0)) return from.memory_bandwidth / to.memory_bandwidth;
   return flops_from / flops_to * wave_factor(launch, from, to);
 }

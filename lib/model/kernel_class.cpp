@@ -95,6 +95,12 @@ bool names_convolution(const std::string& signature) {
   return false;
 }
 
+/// PyTorch's (and xformers') memory-efficient attention kernels name their element type:
+/// fmha_cutlassF_f32_aligned_64x64_rf_sm80, fmha_cutlassB_f32_..., against _f16_ and _bf16_.
+bool is_fp32_memory_efficient_attention(const std::string& signature) {
+  return signature.find("fmha_cutlass") != std::string::npos && signature.find("_f32_") != std::string::npos;
+}
+
 Precision precision_of_mark(std::string_view text) {
   if (text == "e4m3" || text == "e5m2" || text == "fp8") return Precision::fp8;
   if (text == "tf32" || text == "s1688") return Precision::tf32;
@@ -145,7 +151,11 @@ KernelClass classify_kernel(std::string_view name) {
   }
   out.bound = out.engine == Engine::none ? Bound::memory : Bound::compute;
   out.convolution = out.bound == Bound::compute && names_convolution(signature);
-  if (const Pattern* mark = first_in(signature, kPrecisionMarks)) {
+  if (is_fp32_memory_efficient_attention(signature)) {
+    out.precision = Precision::fp32;
+    out.fp32_as_3xtf32 = true;
+    out.precision_rule = "fmha_cutlass f32 (3xTF32 on sm80+)";
+  } else if (const Pattern* mark = first_in(signature, kPrecisionMarks)) {
     out.precision = precision_of_mark(mark->text);
     out.precision_rule = mark->rule;
   } else if (out.engine == Engine::tensor) {

@@ -18,7 +18,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 /// The roof a kernel's FLOPs run against: kernels without dense math run on the SIMT cores.
 double kernel_peak(const DeviceSpec& device, const KernelClass& k) {
-  return engine_flops(device, k.engine == Engine::none ? Engine::simt : k.engine, k.precision);
+  const Engine engine = k.engine == Engine::none ? Engine::simt : k.engine;
+  return kernel_flops(device, k, {engine, k.precision});
 }
 
 /// A name without a precision mark says nothing about the data: the operator's type does.

@@ -163,6 +163,29 @@ TEST_CASE("kernel classes: engine and precision from the name", "[gpu]") {
   }
 }
 
+TEST_CASE("kernel classes: memory-efficient attention in fp32 runs as three TF32 products where there is TF32",
+          "[gpu]") {
+  const KernelClass f32 = classify_kernel("fmha_cutlassF_f32_aligned_64x64_rf_sm80(AttentionKernel::Params)");
+  CHECK(f32.engine == Engine::tensor);
+  CHECK(f32.precision == Precision::fp32);
+  CHECK(f32.fp32_as_3xtf32);
+  CHECK(classify_kernel("fmha_cutlassB_f32_aligned_128x64_k65536_sm80").fp32_as_3xtf32);
+  const KernelClass bf16 = classify_kernel("fmha_cutlassF_bf16_aligned_64x64_rf_sm80");
+  CHECK(bf16.precision == Precision::bf16);
+  CHECK_FALSE(bf16.fp32_as_3xtf32);
+  const DeviceSpec& a100 = catalog().at("A100-SXM4-40GB");
+  const DeviceSpec& h100 = catalog().at("H100-SXM5-80GB");
+  const DeviceSpec& v100 = catalog().at("V100-SXM2-32GB");
+  // A third of the TF32 peak where there is one; the SIMT fp32 rate where there is not.
+  CHECK(kernel_flops(a100, f32, {Engine::tensor, Precision::fp32}) == Approx(a100.tf32_flops / 3));
+  CHECK(kernel_flops(v100, f32, {Engine::tensor, Precision::fp32}) == Approx(v100.fp32_flops));
+  // Under autocast to bf16 on an A100: 52 -> 312 TFLOP/s; moved to an H100: by the TF32 peaks.
+  CHECK(autocast_time_ratio(f32, nullptr, a100, Precision::bf16) == Approx(156.0 / 3 / 312));
+  CHECK(kernel_time_ratio(f32, nullptr, a100, h100, {Engine::tensor, Precision::fp32}) ==
+        Approx(a100.tf32_flops / h100.tf32_flops));
+  CHECK(kernel_time_ratio(f32, nullptr, a100, a100, {Engine::tensor, Precision::fp32}) == 1.0);
+}
+
 TEST_CASE("gpu scenario: a GEMM and an elementwise kernel moved from an A100 to an H100, exactly", "[gpu]") {
   Graph graph = three_kernel_step();
   const DeviceSpec& a100 = catalog().at("A100-SXM4-40GB");
