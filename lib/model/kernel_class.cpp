@@ -39,6 +39,12 @@ constexpr std::array<Pattern, 8> kLibraryHelpers{{{"nchwtonhwc", "layout transfo
                                                   {"settensor", "tensor fill"},
                                                   {"reduce", "reduction"}}};
 
+// A GEMM or convolution of a tensor-core family that names the SIMT instruction it runs on:
+// cuBLAS's fp32 kernels without TF32 (sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma_..., what
+// PyTorch's fp32 matmuls run on an A100 while TF32 is off for matmul, its default). Read before
+// the families, so that "xmma" does not make them tensor-core kernels.
+constexpr std::array<Pattern, 1> kSimtInstruction{{{"_ffma_", "ffma (SIMT fp32 FMA)"}}};
+
 // Tensor-core kernels: the MMA instruction or the library family that only runs on tensor cores.
 constexpr std::array<Pattern, 16> kTensorEngine{{{"hmma", "hmma"},
                                                  {"imma", "imma"},
@@ -140,6 +146,9 @@ KernelClass classify_kernel(std::string_view name) {
   KernelClass out;
   if (const Pattern* helper = first_in(signature, kLibraryHelpers)) {
     out.engine_rule = helper->rule;
+  } else if (const Pattern* simt_mma = first_in(signature, kSimtInstruction)) {
+    out.engine = Engine::simt;
+    out.engine_rule = simt_mma->rule;
   } else if (const Pattern* tensor = first_in(signature, kTensorEngine)) {
     out.engine = Engine::tensor;
     out.engine_rule = tensor->rule;

@@ -127,6 +127,12 @@ TEST_CASE("kernel classes: engine and precision from the name", "[gpu]") {
       {"ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn", Engine::tensor, Precision::fp16},
       {"ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x3_tn", Engine::tensor, Precision::bf16},
       {"cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4", Engine::tensor, Precision::tf32},
+      // cuBLAS's fp32 GEMM without TF32 names its FFMA instruction: SIMT, whatever the family.
+      {"sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_"
+       "execute_kernel__5x_cublas",
+       Engine::simt, Precision::fp32},
+      {"sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x16_execute_segment_k_off_kernel__5x_cublas",
+       Engine::tensor, Precision::tf32},
       {kBf16Gemm, Engine::tensor, Precision::bf16},
       {"void xmma_cudnn::gemm::kernel<xmma_cudnn::implicit_gemm::fprop_indexed::Kernel_traits<"
        "xmma_cudnn::Ampere_hmma_tf32_traits<unsigned int, float>>>(xmma_cudnn::Params)",
