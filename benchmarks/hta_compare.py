@@ -10,6 +10,9 @@ median are printed as one JSON line.
     python3 benchmarks/hta_compare.py TRACE [--daydream build/bin/daydream] [--runs 5]
 
 HTA must be importable by the Python that runs this script (a venv with it installed will do).
+HTA 0.5.0 fails with pandas 3 ("Cannot specify both 'axis' and 'index'/'columns'") and needs
+psutil: `python3 -m venv hta && hta/bin/pip install holistictraceanalysis==0.5.0 "pandas<3" psutil`,
+then run this script with hta/bin/python.
 """
 import argparse
 import json
