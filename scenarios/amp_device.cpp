@@ -43,15 +43,12 @@ std::map<std::int32_t, TaskId> first_step_kernels(Graph& graph) {
   return first;
 }
 
-/// Why autocast leaves kernel `t` in fp32, or empty: the innermost operator around its launch
-/// (autocast_fp32_operator), else its name (autocast_fp32_kernel).
+/// Why autocast leaves kernel `t` in fp32 (autocast_fp32 of the innermost operator around its
+/// launch), or empty.
 std::string_view fp32_under_autocast(const Graph& graph, TaskId t) {
   const Task& task = graph.task(t);
-  if (task.op_name != 0) {
-    const auto op = autocast_fp32_operator(graph.string(task.op_name), task.phase == Phase::forward);
-    if (!op.empty()) return op;
-  }
-  return autocast_fp32_kernel(graph.name(t));
+  const std::string_view op = task.op_name != 0 ? graph.string(task.op_name) : std::string_view{};
+  return autocast_fp32(graph.name(t), op, task.phase == Phase::forward);
 }
 
 std::string kept_in_fp32_note(const std::map<std::string_view, Moved>& kept) {
@@ -83,7 +80,10 @@ std::vector<TaskId> scale_on_device(Graph& graph, const DeviceSpec& device, Prec
       continue;
     }
     if (const std::string_view why = fp32_under_autocast(graph, t); !why.empty()) {
-      rescale(graph, t, 1.0, kept_in_fp32[why], device.name);
+      Moved& kept = kept_in_fp32[why];  // counted, duration untouched
+      ++kept.count;
+      kept.before_ns += graph.task(t).duration_ns;
+      kept.after_ns += graph.task(t).duration_ns;
       continue;
     }
     const KernelClass kernel = classify_kernel(graph.name(t));

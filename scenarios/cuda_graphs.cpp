@@ -5,10 +5,11 @@
 // Per occurrence of the `region` range (default "ProfilerStep#": the whole training step) on its
 // thread:
 //  - captured: the CPU work inside the region's time on every operator thread of its process
-//    (the autograd thread's too; not another process's, not another rank's in a job), except data loading (phase data_loading) and what a capture cannot hold:
-//    calls that wait for the GPU without launching (synchronizations, waits for copies) and calls
-//    launching copies to or from host memory, which stay with their copies. Captured CPU tasks are
-//    removed: a replayed graph runs no Python/ATen code and makes no launch calls;
+//    (the autograd thread's too; not another process's, not another rank's in a job), except
+//    data loading (phase data_loading) and what a capture cannot hold: calls that wait for the
+//    GPU without launching (synchronizations, waits for copies) and calls launching copies to or
+//    from host memory, which stay with their copies. Captured CPU tasks are removed: a replayed
+//    graph runs no Python/ATen code and makes no launch calls;
 //  - the region is cut at each task of its thread that is not captured (a program captures the
 //    stretches between them); each stretch with GPU work becomes one graph: one cudaGraphLaunch
 //    call (`launch` long) in its place on the thread, launching the first GPU task of each stream

@@ -233,6 +233,11 @@ std::string_view autocast_fp32_operator(std::string_view operator_name, bool for
 /// nll_loss kernels). Returns the rule ("softmax kernel", ...), empty for any other kernel.
 std::string_view autocast_fp32_kernel(std::string_view kernel_name);
 
+/// Why autocast runs kernel `kernel_name` in fp32, or empty: the operator around its launch
+/// (`operator_name`, empty when the trace records none) by autocast_fp32_operator, else the
+/// kernel's own name by autocast_fp32_kernel. What `amp` keeps, and daydream.autocast_fp32.
+std::string_view autocast_fp32(std::string_view kernel_name, std::string_view operator_name, bool forward);
+
 /// Bytes of one element at `precision` (fp32/tf32: 4, fp16/bf16: 2, fp8: 1).
 double element_bytes(Precision precision);
 

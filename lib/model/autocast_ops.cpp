@@ -37,7 +37,8 @@ constexpr std::array<std::string_view, 16> kBackwardOps{
     "multilabel_margin_loss_backward", "native_group_norm_backward", "native_layer_norm_backward",
     "nll_loss2d_backward", "nll_loss_backward", "smooth_l1_loss_backward", "soft_margin_loss_backward",
     "softplus_backward"};
-static_assert(std::ranges::is_sorted(kForwardOps) && std::ranges::is_sorted(kBackwardOps), "binary search needs them sorted");
+static_assert(std::ranges::is_sorted(kForwardOps) && std::ranges::is_sorted(kBackwardOps),
+              "binary search needs them sorted");
 
 struct KernelMark {
   std::string_view text;  // found in the kernel's lower-cased signature
@@ -84,6 +85,13 @@ std::string_view autocast_fp32_kernel(std::string_view kernel_name) {
   for (const KernelMark& mark : kNativeKernels)
     if (has(mark.text)) return mark.rule;
   return {};
+}
+
+std::string_view autocast_fp32(std::string_view kernel_name, std::string_view operator_name, bool forward) {
+  if (!operator_name.empty()) {
+    if (const std::string_view op = autocast_fp32_operator(operator_name, forward); !op.empty()) return op;
+  }
+  return autocast_fp32_kernel(kernel_name);
 }
 
 }  // namespace daydream

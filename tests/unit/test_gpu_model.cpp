@@ -414,6 +414,10 @@ TEST_CASE("amp on the GPU model: operators autocast runs in fp32 keep their kern
   CHECK(autocast_fp32_kernel(kMegatronSoftmax).empty());
   CHECK(autocast_fp32_kernel(kLayerNormBackward) == "layer_norm kernel");
   CHECK(autocast_fp32_kernel(kElementwise).empty());
+  // Both together: the operator first, else the kernel's name (what amp and Python ask).
+  CHECK(autocast_fp32(kElementwise, "aten::sum", true) == "sum");
+  CHECK(autocast_fp32(kSoftmax, "aten::add", true) == "softmax kernel");
+  CHECK(autocast_fp32(kElementwise, "", true).empty());
   // A kernel in an anonymous namespace is classed by its whole name, not cut at "(anonymous".
   CHECK(classify_kernel("void at::native::(anonymous namespace)::f<c10::Half>(c10::Half*)").precision ==
         Precision::fp16);

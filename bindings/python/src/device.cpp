@@ -109,8 +109,7 @@ void init_device(py::module_& m) {
   m.def(
       "autocast_fp32",
       [](const std::string& name, const std::optional<std::string>& op, bool forward) -> std::optional<std::string> {
-        std::string_view why = op ? autocast_fp32_operator(*op, forward) : std::string_view{};
-        if (why.empty()) why = autocast_fp32_kernel(name);
+        const std::string_view why = autocast_fp32(name, op.value_or(""), forward);
         if (why.empty()) return std::nullopt;
         return std::string(why);
       },
