@@ -9,13 +9,12 @@
 // Daydream paper's fixed factors, kernels named by `pattern` and not by `exclude` / tensor_core
 // and every other / other.
 // On top of both: autocast casts each weight a GEMM or convolution uses once per forward pass.
-// Each forward operator that launches such kernels gets one cast kernel on the same stream just
-// before its first one, launched by one more launch call just before that kernel's launch call
+// Each run of such kernels that a forward operator launches gets one cast kernel on the same
+// stream just before its first one, launched by one more launch call just before that kernel's launch call
 // (casts=0 leaves them out). A cast costs, on the GPU, the median elementwise kernel of the trace
 // after the scaling, and on the CPU the median kernel-launch call. docs/scenarios/amp.md.
 #include <fmt/format.h>
 
-#include <unordered_set>
 #include <vector>
 
 #include "amp_device.hpp"
@@ -105,18 +104,24 @@ TimeNs cast_kernel_ns(Graph& graph) {
   return kernels.median_duration_ns();
 }
 
-// One cast per forward operator, before its first GEMM or convolution on its stream, launched by
-// one more call before that kernel's launch call (insert_launched: none when that call starts its
-// thread). Returns the count.
+// One cast per run of GEMM or convolution kernels of one forward operator: before the run's first
+// kernel on its stream, launched by one more call before that kernel's launch call
+// (insert_launched: none when that call starts its thread). A run ends at any other task on the
+// stream, so where the innermost range is no operator (an Nsight trace whose only range around a
+// U-Net's convolutions is NVTX `forward`), each convolution still gets its weight's cast, while a
+// convolution's helper kernels (cuDNN's strided dgrad stages) count once. Returns the count.
 std::size_t insert_casts(Graph& graph, const std::vector<TaskId>& weighted, Precision dtype, TimeNs cast_ns,
                          TimeNs launch_call_ns) {
-  std::unordered_set<std::int64_t> operators_done;
+  std::vector<char> is_weighted(graph.num_tasks(), 0);
+  for (TaskId kernel : weighted) is_weighted[kernel] = 1;
   std::size_t inserted = 0;
   const std::string cast_name = fmt::format("amp cast fp32 -> {}", to_string(dtype));
   for (TaskId kernel : weighted) {
     const Task& task = graph.task(kernel);
     if (task.phase != Phase::forward) continue;
-    if (task.op_event != kNone && !operators_done.insert(task.op_event).second) continue;
+    const TaskId before = chain_prev(graph, kernel);
+    const bool continues_run = before != kNoTask && is_weighted[before] && graph.task(before).op_event == task.op_event;
+    if (continues_run) continue;
     const TaskId call = predecessor(graph, kernel, EdgeType::launch);
     if (call == kNoTask) continue;
     auto launch = NewTask::of("cudaLaunchKernel (amp cast)", TaskKind::runtime, launch_call_ns,
@@ -159,8 +164,8 @@ ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
   }
   const TimeNs cast_ns = cast_kernel_ns(graph);
   const std::size_t inserted = insert_casts(graph, weighted, dtype, cast_ns, launch_call_ns);
-  outcome.notes.push_back(fmt::format("{} {} weight casts inserted (one per forward operator with GEMM or convolution "
-                                      "kernels): {} ns on the GPU, {} ns launch call each",
+  outcome.notes.push_back(fmt::format("{} {} weight casts inserted (one per run of GEMM or convolution kernels of a "
+                                      "forward operator): {} ns on the GPU, {} ns launch call each",
                                       inserted, to_string(dtype), cast_ns, launch_call_ns));
   return outcome;
 }

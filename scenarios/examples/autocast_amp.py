@@ -5,8 +5,8 @@ daydream.autocast_time_ratio (peak ratios at the new precision, half the bytes),
 trace's shortest kernel, except those autocast runs in fp32 (daydream.autocast_fp32); with fp16,
 GradScaler's step waits for the backward pass on the GPU.
 Otherwise the paper's factors: tensor-core kernels 1/tensor_core, every other kernel 1/other.
-Then autocast's weight casts: one cast kernel per forward operator, before its first GEMM or
-convolution, launched by one more call before that kernel's call. docs/scenarios/amp.md.
+Then autocast's weight casts: one cast kernel per run of GEMM or convolution kernels of a forward
+operator, before the run's first kernel, launched by one more call before that kernel's call. docs/scenarios/amp.md.
 
     import daydream, autocast_amp
     graph = daydream.load("trace.json.gz")
@@ -44,16 +44,16 @@ def _cast_kernel_ns(graph):
 
 
 def _insert_casts(graph, weighted, dtype, cast_ns, launch_call_ns):
-    """One cast per forward operator, before its first GEMM or convolution on its stream, launched by
-    one more call before that kernel's launch call (none when that call starts its thread)."""
-    operators_done = set()
+    """One cast per run of GEMM or convolution kernels of one forward operator (a run ends at any
+    other task on the stream), before the run's first kernel, launched by one more call before that
+    kernel's launch call (none when that call starts its thread)."""
+    weighted_ids = {kernel.id for kernel in weighted}
     for kernel in weighted:
         if kernel.phase != "forward":
             continue
-        if kernel.op_event is not None:
-            if kernel.op_event in operators_done:
-                continue
-            operators_done.add(kernel.op_event)
+        before = graph.chain_prev(kernel)
+        if before is not None and before.id in weighted_ids and before.op_event == kernel.op_event:
+            continue
         call = graph.predecessor(kernel, "launch")
         if call is None:
             continue

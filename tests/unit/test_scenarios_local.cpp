@@ -411,6 +411,32 @@ TEST_CASE("amp scales tensor-core and other kernels and casts each forward opera
     CHECK(step_time(g) == 220 * us);
     CHECK_THAT(all_notes(out), Catch::Contains("2 fp16 weight casts inserted"));
   }
+  SECTION("without operator events, one cast per run of GEMM or convolution kernels in the range") {
+    // An Nsight-style step: the only range around the launches is NVTX `forward`. The convolution,
+    // then (after an elementwise kernel) two GEMMs back to back: two weights' casts, not one for the
+    // range and not one for each GEMM of the run.
+    Graph g = test::graph_of(KinetoJson()
+                                 .annotation("ProfilerStep#0", 0, 300)
+                                 .annotation("forward", 5, 100)
+                                 .runtime("cudaLaunchKernel", 10, 5, 1)
+                                 .kernel("volta_scudnn_128x64_relu_interior_nn_v1", 30, 40, 1)
+                                 .runtime("cudaLaunchKernel", 20, 5, 2)
+                                 .kernel("void at::native::vectorized_elementwise_kernel<4>(int)", 70, 20, 2)
+                                 .runtime("cudaLaunchKernel", 30, 5, 3)
+                                 .kernel("volta_sgemm_128x64_nn", 90, 30, 3)
+                                 .runtime("cudaLaunchKernel", 40, 5, 4)
+                                 .kernel("volta_sgemm_64x64_nt", 120, 30, 4)
+                                 .str());
+    const TaskId convolution = task_named(g, "volta_scudnn_128x64_relu_interior_nn_v1");
+    const TaskId first_gemm = task_named(g, "volta_sgemm_128x64_nn");
+    REQUIRE(g.task(convolution).op_event == g.task(first_gemm).op_event);  // both inside `forward` only
+    const auto out = apply(g, "amp");
+    CHECK(live_named(g, "amp cast fp32 -> fp16") == 2);
+    CHECK(test::edge_between(g, task_named(g, "amp cast fp32 -> fp16", 0), convolution)->type == EdgeType::gpu_sequential);
+    CHECK(test::edge_between(g, task_named(g, "amp cast fp32 -> fp16", 1), first_gemm)->type ==
+          EdgeType::gpu_sequential);
+    CHECK_THAT(all_notes(out), Catch::Contains("2 fp16 weight casts inserted (one per run of GEMM or convolution"));
+  }
   SECTION("a trace without a forward phase gets no casts") {
     Graph g = test::graph_of(KinetoJson()
                                  .runtime("cudaLaunchKernel", 15, 10, 1)
