@@ -117,14 +117,15 @@ std::vector<KernelWork> kernel_work_with(const Graph& graph, const DeviceSpec& d
 struct Accumulator {
   RooflineRow row;
   std::map<std::string_view, TimeNs> name_rules;                          // engine rule -> time
-  std::map<std::tuple<Engine, Precision>, TimeNs> engines;                // (engine, precision) -> time
+  /// (engine, precision, fp32 as 3xTF32) -> time: the row's roof where no kernel has shapes.
+  std::map<std::tuple<Engine, Precision, bool>, TimeNs> engines;
   TimeNs compute_ns = 0, memory_ns = 0;                                   // time by each kernel's bound
 
   void add(const Graph& graph, const KernelWork& k, const DeviceSpec& device) {
     const TimeNs duration = graph.task(k.task).duration_ns;
     row.time_ns += duration;
     ++row.kernels;
-    engines[{k.kernel.engine, k.kernel.precision}] += duration;
+    engines[{k.kernel.engine, k.kernel.precision, k.kernel.fp32_as_3xtf32}] += duration;
     (k.kernel.bound == Bound::compute ? compute_ns : memory_ns) += duration;
     if (!k.by_shapes) {
       name_rules[k.kernel.engine_rule] += duration;
@@ -140,13 +141,16 @@ struct Accumulator {
 
   RooflineRow finish(const DeviceSpec& device) {
     const auto dominant = std::max_element(engines.begin(), engines.end(), [](const auto& a, const auto& b) {
-      return a.second < b.second;  // ties: the first in (engine, precision) order
+      return a.second < b.second;  // ties: the first in (engine, precision, 3xTF32) order
     });
-    if (dominant != engines.end()) std::tie(row.engine, row.precision) = dominant->first;
+    KernelClass dominant_class;
+    if (dominant != engines.end())
+      std::tie(dominant_class.engine, dominant_class.precision, dominant_class.fp32_as_3xtf32) = dominant->first;
+    row.engine = dominant_class.engine;
+    row.precision = dominant_class.precision;
     row.memory_bandwidth = device.memory_bandwidth;
-    row.peak_flops = row.flops > 0 && row.compute_ns > 0
-                         ? row.flops / (row.compute_ns * 1e-9)
-                         : engine_flops(device, row.engine == Engine::none ? Engine::simt : row.engine, row.precision);
+    row.peak_flops = row.flops > 0 && row.compute_ns > 0 ? row.flops / (row.compute_ns * 1e-9)
+                                                         : kernel_peak(device, dominant_class);
     const std::string shapes = row.has_work() ? fmt::format("intensity {:.2f} vs ridge {:.2f}", row.intensity(), row.ridge()) : "";
     if (row.has_work() && row.shaped_ns == row.time_ns && row.shaped_kernels == row.kernels) {
       row.bound = row.compute_ns >= row.memory_ns ? Bound::compute : Bound::memory;

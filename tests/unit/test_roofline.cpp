@@ -382,3 +382,25 @@ TEST_CASE("real traces: DLRM's GEMMs get FLOPs from their shapes", "[real][roofl
     CHECK(row->flops > 0);
   }
 }
+
+TEST_CASE("roofline: a row of fp32 memory-efficient attention without shapes has a third of the TF32 roof",
+          "[roofline]") {
+  // fmha_cutlassF_f32 computes fp32 as three TF32 products (KernelClass::fp32_as_3xtf32): on an
+  // A100 its roof is 156 / 3 = 52 TFLOP/s, for the kernel and for the rows it dominates, not the
+  // 19.5 TFLOP/s of fp32 SIMT that an (engine, precision) pair alone would give.
+  test::KinetoJson t;
+  t.device(R"({"id": 0, "name": "NVIDIA A100-SXM4-40GB", "totalGlobalMem": 42505273344})");
+  t.cpu_op("aten::_efficient_attention_forward", 0, 100);
+  t.runtime("cudaLaunchKernel", 10, 5, 1);
+  t.kernel("fmha_cutlassF_f32_aligned_64x64_rf_sm80(AttentionKernel::Params)", 20, 50, 1);
+  const Graph g = graph_of(t);
+  const DeviceSpec& a100 = catalog().at("A100-SXM4-40GB");
+  const std::vector<KernelWork> kernels = kernel_work(g, a100);
+  REQUIRE(kernels.size() == 1);
+  CHECK(kernels[0].peak_flops == a100.tf32_flops / 3);
+  const RooflineReport report = make_roofline(g, a100);
+  REQUIRE(report.classes.size() == 1);
+  CHECK(report.classes[0].peak_flops == a100.tf32_flops / 3);
+  REQUIRE(report.operators.size() == 1);
+  CHECK(report.operators[0].peak_flops == a100.tf32_flops / 3);
+}
