@@ -73,6 +73,13 @@ std::string_view to_string(Stage stage);
   F(nvtx_range_ends_on_other_thread, info, nsys, "",                                                                   \
     "NVTX start/end ranges ended on another thread: kept on the thread that started them")                             \
   F(nvtx_range_without_text, info, nsys, "", "NVTX ranges with no message: named \"(unnamed NVTX range)\"")            \
+  F(nvtx_operator_ranges, info, nsys, "",                                                                              \
+    "NVTX ranges that PyTorch's emit_nvtx wrote around an operator (\"aten::addmm, seq = 12, op_id = 40, "             \
+    "sizes = [[8, 512], ...]\", or a bare \"aten::\" name): read as framework operators, named without the "        \
+    "fields, with their sequence number and inputs' sizes")                                                            \
+  F(nvtx_malformed_sizes, error, nsys, "",                                                                             \
+    "operator ranges whose \"sizes = [...]\" is not a list of lists of non-negative integers: their sizes "          \
+    "are dropped; the GPU model classes their kernels by name")                                                       \
   F(nsys_processes_share_device, error, nsys, "",                                                                      \
     "GPU activity of several processes on one device: lanes are (device, stream), so equal stream ids of "             \
     "different processes share a lane")                                                                                \

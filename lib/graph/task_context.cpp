@@ -3,7 +3,8 @@
 //    `Optimizer.step`/`Optimizer.zero_grad` or a range named `optimizer` (any case), backward
 //    inside anything named *backward* (any case), `autograd::engine...` or `AccumulateGrad`,
 //    data_loading inside `enumerate(DataLoader)` or a DALI range (`[DALI]...`), forward inside a
-//    range named `forward` (any case) and elsewhere inside a `ProfilerStep#N`. The bare names are
+//    range named `forward` (any case), inside an operator autograd recorded (a sequence number)
+//    and elsewhere inside a `ProfilerStep#N`. The bare names are
 //    the NVTX / record_function ranges training loops put around their phases
 //    (`nvtx.range_push("forward")`, NVIDIA's DeepLearningExamples, the NERSC tutorials).
 //  - layer: every enclosing range that names a layer, outermost first, joined by '/'.
@@ -36,6 +37,11 @@ std::optional<Phase> phase_named(std::string_view text) {
   return std::nullopt;
 }
 
+/// A framework operator autograd recorded: PyTorch gives an operator a sequence number when it
+/// runs with gradients on, i.e. in the forward pass (its backward node gets the same number; the
+/// optimizer step and evaluation run without).
+bool recorded_for_autograd(const TraceEvent& e) { return e.kind == EventKind::cpu_op && e.sequence_number != kNone; }
+
 }  // namespace
 
 std::string_view TaskContext::layer_of(const TraceEvent& e, std::string_view name) {
@@ -57,7 +63,8 @@ void TaskContext::enter(const TraceEvent& e, std::string_view name) {
   backward_ = backward_ || text::contains_ignore_case(name, "backward") || text::starts_with(name, "autograd::engine") ||
               text::contains(name, "AccumulateGrad");
   loading_ = loading_ || text::starts_with(name, "enumerate(DataLoader)") || text::starts_with(name, kDali);
-  forward_scope_ = forward_scope_ || text::starts_with(name, "ProfilerStep#") || equals_ignore_case(name, "forward");
+  forward_scope_ = forward_scope_ || text::starts_with(name, "ProfilerStep#") || equals_ignore_case(name, "forward") ||
+                   recorded_for_autograd(e);
   if (text::starts_with(name, kMark)) {  // the innermost mark with a phase wins
     if (const auto phase = phase_named(name.substr(name.rfind(':') + 1))) marked_phase_ = phase;
   }

@@ -121,3 +121,23 @@ TEST_CASE("ranges named forward and optimizer (NVTX, record_function) set the ph
   CHECK(g.task(task_named(g, "k_update")).phase == Phase::update);
   CHECK(g.task(task_named(g, "k_other")).phase == Phase::unknown);
 }
+
+TEST_CASE("an operator with an autograd sequence number is forward work without a ProfilerStep", "[layers]") {
+  // No ProfilerStep and no `forward` range: aten::linear (seq 3, recorded with gradients on) is
+  // forward, its backward node (same seq) backward, aten::add_ without a number (the optimizer
+  // runs under no_grad) stays unknown.
+  Graph g = test::graph_of(test::KinetoJson()
+                               .raw(op_with_sequence("aten::linear", 10, 50, 1, 3))
+                               .runtime("cudaLaunchKernel", 20, 10, 1, 1)
+                               .kernel("k_fwd", 40, 50, 1)
+                               .raw(op_with_sequence("autograd::engine::evaluate_function: AddmmBackward0", 100, 50, 2, 3))
+                               .runtime("cudaLaunchKernel", 110, 10, 2, 2)
+                               .kernel("k_bwd", 130, 50, 2)
+                               .cpu_op("aten::add_", 200, 50, 1)
+                               .runtime("cudaLaunchKernel", 210, 10, 3, 1)
+                               .kernel("k_add", 240, 50, 3)
+                               .str());
+  CHECK(g.task(task_named(g, "k_fwd")).phase == Phase::forward);
+  CHECK(g.task(task_named(g, "k_bwd")).phase == Phase::backward);
+  CHECK(g.task(task_named(g, "k_add")).phase == Phase::unknown);
+}

@@ -23,8 +23,10 @@
 #include "daydream/report/replay.hpp"
 #include "daydream/simulate.hpp"
 #include "ingest/nsys/nsys_reader.hpp"
+#include "ingest/nsys/operator_ranges.hpp"
 #include "ingest/nsys/sqlite_db.hpp"
 #include "unit/gzip_helpers.hpp"
+#include "unit/scenario_helpers.hpp"
 
 namespace {
 
@@ -842,4 +844,151 @@ INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES
   CHECK(graph.task(side).sm_let_in == Approx(0.8));
   CHECK(graph.report().get("gpu_holds_by_occupancy") == 1);
   CHECK(simulate(graph).start_ns[side] == graph.task(side).recorded_start_ns);
+}
+
+TEST_CASE("nsys: PyTorch's emit_nvtx messages name an operator, its sequence number and sizes", "[nsys][ingest]") {
+  using nsys::parse_operator_range;
+  // PyTorch 2.x with record_shapes (torch/csrc/profiler/util.cpp, getNvtxStr).
+  auto op = parse_operator_range("aten::addmm, seq = 7, op_id = 21, sizes = [[256], [8, 512], [512, 256], [], []], "
+                                 "input_op_ids = [(20, 0)]");
+  REQUIRE(op);
+  CHECK(op->name == "aten::addmm");
+  CHECK(op->sequence_number == 7);
+  CHECK(op->has_sizes);
+  CHECK_FALSE(op->sizes_malformed);
+  CHECK(op->ranks == std::vector<std::uint32_t>{1, 2, 2, 0, 0});
+  CHECK(op->dims == std::vector<std::int64_t>{256, 8, 512, 512, 256});
+  // A backward node; PyTorch 1.x's backward ranges; an operator without a sequence number.
+  op = parse_operator_range("AddmmBackward0, seq = 7, op_id = 31");
+  REQUIRE(op);
+  CHECK(op->name == "AddmmBackward0");
+  CHECK(op->sequence_number == 7);
+  CHECK_FALSE(op->has_sizes);
+  op = parse_operator_range("CudnnConvolutionBackward, stashed seq = 3");
+  REQUIRE(op);
+  CHECK(op->name == "CudnnConvolutionBackward");
+  CHECK(op->sequence_number == 3);
+  op = parse_operator_range("aten::empty, op_id = 5, sizes = [[], [], []]");
+  REQUIRE(op);
+  CHECK(op->name == "aten::empty");
+  CHECK_FALSE(op->sequence_number);
+  CHECK(op->ranks == std::vector<std::uint32_t>{0, 0, 0});
+  op = parse_operator_range("aten::empty");  // no field: an operator by its namespace alone
+  REQUIRE(op);
+  CHECK(op->name == "aten::empty");
+  // Sizes that are not lists of non-negative integers are dropped, the operator kept.
+  for (const char* bad : {"aten::mul, seq = 9, sizes = [[8, x]]", "aten::mul, sizes = [[8, -1]]",
+                          "aten::mul, sizes = [[8, 3]", "aten::mul, sizes = [8, 3]"}) {
+    op = parse_operator_range(bad);
+    REQUIRE(op);
+    CHECK(op->name == "aten::mul");
+    CHECK(op->sizes_malformed);
+    CHECK(op->dims.empty());
+  }
+  // A program's own ranges are no operators.
+  for (const char* own : {"forward", "step 3", "Optimizer.step#Adam.step", "[DALI][Executor] RunGPU", "aten", ""})
+    CHECK_FALSE(parse_operator_range(own));
+}
+
+namespace {
+
+// An emit_nvtx run on an A100: the main thread (tid 101) runs step 0's forward pass, a linear
+// layer (addmm: a GEMM) and a layer_norm, each inside its operator ranges, and the optimizer
+// step; the autograd thread (tid 102) runs the layer_norm's and the addmm's backward nodes.
+std::string emit_nvtx_export() {
+  const std::string t2 = std::to_string(kPid | 102);
+  std::string sql = kSchema + R"sql(
+INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'ampere_sgemm_128x64_tn'),
+  (3, 'void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, const float *)'),
+  (4, 'void at::native::(anonymous namespace)::layer_norm_grad_input_kernel<float, float>(const float *)'),
+  (5, 'void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)');
+INSERT INTO TARGET_INFO_GPU VALUES (1, 0, 'NVIDIA A100-SXM4-40GB', '0000:01:00.0');
+INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES
+  (3000, 4000, 0, T, 10, 1, 0, NULL), (22000, 23000, 0, T, 11, 1, 0, NULL),
+  (42000, 43000, 0, T2, 12, 1, 0, NULL), (52000, 53000, 0, T2, 13, 1, 0, NULL),
+  (82000, 83000, 0, T, 14, 1, 0, NULL);
+INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES
+  (5000, 30000, 0, 1, 7, 10, P, 2, 2, 1), (31000, 35000, 0, 1, 7, 11, P, 3, 3, 1),
+  (44000, 48000, 0, 1, 7, 12, P, 4, 4, 1), (54000, 74000, 0, 1, 7, 13, P, 2, 2, 1),
+  (84000, 86000, 0, 1, 7, 14, P, 5, 5, 1);
+INSERT INTO NVTX_EVENTS VALUES
+  (0, 100000, 59, NULL, 'step 0', T, NULL, NULL, NULL),
+  (1000, 20000, 59, NULL, 'aten::linear, seq = 7, op_id = 20, sizes = [[8, 512], [256, 512], [256]]', T, NULL, NULL, NULL),
+  (2000, 19000, 59, NULL, 'aten::addmm, seq = 7, op_id = 21, sizes = [[256], [8, 512], [512, 256], [], []]', T, NULL, NULL, NULL),
+  (20000, 30000, 59, NULL, 'aten::layer_norm, seq = 8, op_id = 22, sizes = [[8, 256], [], [256], [256], [], []]', T, NULL, NULL, NULL),
+  (21000, 29000, 59, NULL, 'aten::native_layer_norm, seq = 8, op_id = 23, sizes = [[8, 256], [], [256], [256], []]', T, NULL, NULL, NULL),
+  (30500, 30600, 59, NULL, 'aten::empty', T, NULL, NULL, NULL),
+  (31000, 32000, 59, NULL, 'aten::mul, seq = 9, op_id = 24, sizes = [[8, x]]', T, NULL, NULL, NULL),
+  (40000, 50000, 59, NULL, 'NativeLayerNormBackward0, seq = 8, op_id = 30', T2, NULL, NULL, NULL),
+  (41000, 49000, 59, NULL, 'aten::native_layer_norm_backward, op_id = 32', T2, NULL, NULL, NULL),
+  (50000, 60000, 59, NULL, 'AddmmBackward0, seq = 7, op_id = 31', T2, NULL, NULL, NULL),
+  (80000, 90000, 59, NULL, 'Optimizer.step#SGD.step', T, NULL, NULL, NULL);
+)sql";
+  for (std::size_t pos = 0; (pos = sql.find(", T2,", pos)) != std::string::npos;) sql.replace(pos + 2, 2, t2);
+  return sql;
+}
+
+}  // namespace
+
+TEST_CASE("nsys: an emit_nvtx run's operator ranges are operators, as a Kineto trace's", "[nsys][graph]") {
+  TempDir dir;
+  const fs::path file = dir / "emit_nvtx.sqlite";
+  write_db(file, with_ids(emit_nvtx_export()));
+  const Trace trace = load_trace(file);
+  const auto kinds = kinds_of(trace);
+  CHECK(n(kinds, EventKind::cpu_op) == 9);
+  CHECK(n(kinds, EventKind::user_annotation) == 2);  // step 0, Optimizer.step#SGD.step
+  CHECK(trace.report.get("nvtx_operator_ranges") == 9);
+  CHECK(trace.report.get("nvtx_malformed_sizes") == 1);  // aten::mul's
+  const TraceEvent* addmm = find_event(trace, EventKind::cpu_op, "aten::addmm");
+  REQUIRE(addmm);
+  CHECK(addmm->sequence_number == 7);
+  CHECK(find_event(trace, EventKind::cpu_op, "AddmmBackward0")->sequence_number == 7);
+  CHECK(find_event(trace, EventKind::cpu_op, "aten::empty")->sequence_number == kNone);
+  // Shapes of the four operators with sizes (not aten::empty's bare name, not aten::mul's).
+  REQUIRE(trace.shapes.size() == 4);
+  CHECK(trace.name_of(trace.events[static_cast<std::size_t>(trace.shapes.key(1))]) == "aten::addmm");
+  REQUIRE(trace.shapes.operand_count(1) == 5);
+  CHECK(std::vector<std::int64_t>(trace.shapes.operand(1, 2).dims.begin(), trace.shapes.operand(1, 2).dims.end()) ==
+        std::vector<std::int64_t>{512, 256});
+  CHECK(trace.shapes.operand(1, 2).type.empty());  // emit_nvtx writes no types
+
+  const Graph graph = build_graph(trace);
+  const TaskId gemm = find_task(graph, TaskKind::kernel, 10);
+  const TaskId norm = find_task(graph, TaskKind::kernel, 11);
+  const TaskId norm_grad = find_task(graph, TaskKind::kernel, 12);
+  REQUIRE((gemm != kNoTask && norm != kNoTask && norm_grad != kNoTask));
+  CHECK(graph.string(graph.task(gemm).op_name) == "aten::addmm");
+  CHECK(graph.task(gemm).phase == Phase::forward);  // inside operators autograd numbered
+  CHECK(graph.task(norm).phase == Phase::forward);
+  CHECK(graph.task(norm_grad).phase == Phase::backward);
+  CHECK(graph.task(find_task(graph, TaskKind::kernel, 14)).phase == Phase::update);
+  // Operators add no layer: the path is the program's own ranges (step 0). The autograd thread has
+  // none; its kernel takes its forward operator's layer by their shared sequence number (8).
+  CHECK(graph.string(graph.task(gemm).layer) == "step 0");
+  CHECK(graph.string(graph.task(norm).layer) == "step 0");
+  CHECK(graph.string(graph.task(norm_grad).layer) == "step 0");
+  CHECK(graph.report().get("layers_from_forward_ops") > 0);
+  CHECK(graph.iterations().size() == 1);  // `step 0`
+  REQUIRE(graph.find_operator(graph.task(gemm).op_event));  // its shapes, for the GPU model
+}
+
+TEST_CASE("nsys: amp on an emit_nvtx run keeps autocast's fp32 operators and casts the GEMM's weight", "[nsys][scenario]") {
+  TempDir dir;
+  const fs::path file = dir / "emit_nvtx.sqlite";
+  write_db(file, with_ids(emit_nvtx_export()));
+  Graph graph = build_graph(load_trace(file));
+  const TaskId gemm = find_task(graph, TaskKind::kernel, 10);
+  const TaskId norm = find_task(graph, TaskKind::kernel, 11);
+  const TaskId norm_grad = find_task(graph, TaskKind::kernel, 12);
+  const ScenarioOutcome out = apply_scenario(graph, parse_scenario_spec("amp"));
+  // layer_norm is on autocast's float32 list: its forward kernel (innermost operator
+  // aten::native_layer_norm, forward) and its backward's (aten::native_layer_norm_backward) keep
+  // their time; the fp32 SIMT GEMM moves to the fp16 tensor cores.
+  CHECK(graph.task(norm).duration_ns == 4000);
+  CHECK(graph.task(norm_grad).duration_ns == 4000);
+  CHECK(graph.task(gemm).duration_ns < 25000 / 8);
+  const std::string notes = test::all_notes(out);
+  CHECK_THAT(notes, Catch::Contains("native_layer_norm 1") && Catch::Contains("native_layer_norm_backward 1"));
+  CHECK_THAT(notes, Catch::Contains("1 fp16 weight casts inserted"));  // the addmm's GEMM, in the forward pass
 }

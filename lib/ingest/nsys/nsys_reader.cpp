@@ -25,12 +25,15 @@
 #include <vector>
 
 #include "daydream/error.hpp"
+#include "ingest/nsys/operator_ranges.hpp"
 #include "ingest/nsys/sqlite_db.hpp"
 
 namespace daydream {
 namespace {
 
 using nsys::Database;
+using nsys::OperatorRange;
+using nsys::parse_operator_range;
 using nsys::Statement;
 
 constexpr std::string_view kSqliteMagic{"SQLite format 3\0", 16};
@@ -461,15 +464,42 @@ class NsysParser {
       if (*end == *start) count(stats::zero_duration_events);
       if (const auto end_tid = row.integer(kEndTid); end_tid && *end_tid != *tid)
         count(stats::nvtx_range_ends_on_other_thread);
-      std::uint32_t name = 0;
-      if (const auto text = row.text(kText); text && !text->empty()) name = intern(*text);
-      else if (const auto text_id = row.integer(kTextId)) name = string_id(row, kTextId, *text_id, false);
-      else {
-        count(stats::nvtx_range_without_text);
-        name = intern("(unnamed NVTX range)");
-      }
-      add(EventKind::user_annotation, *start, *end, name, cpu_lane(*tid), kNone);
+      const std::optional<std::string_view> message = nvtx_message(row, kText, kTextId);
+      if (!message) count(stats::nvtx_range_without_text);
+      if (const auto op = message ? parse_operator_range(*message) : std::nullopt)
+        return add_operator_range(*op, *start, *end, cpu_lane(*tid));
+      add(EventKind::user_annotation, *start, *end, intern(message.value_or("(unnamed NVTX range)")), cpu_lane(*tid),
+          kNone);
     });
+  }
+
+  /// A range's message: its text, else the StringIds entry of its textId (a missing one is
+  /// counted and named "<string N>"); nullopt when it has neither.
+  std::optional<std::string_view> nvtx_message(const Row& row, std::size_t text_column, std::size_t id_column) {
+    if (const auto text = row.text(text_column); text && !text->empty()) return *text;
+    const auto id = row.integer(id_column);
+    if (!id) return std::nullopt;
+    if (const auto found = string_ids_.find(*id); found != string_ids_.end()) return std::string_view(found->second);
+    count(stats::nsys_unknown_string_id, row.field(id_column));
+    unknown_message_ = fmt::format("<string {}>", *id);
+    return std::string_view(unknown_message_);
+  }
+
+  /// An operator range of PyTorch's emit_nvtx (operator_ranges.hpp): a framework operator, as
+  /// Kineto's cpu_op, named without the fields, with its sequence number and inputs' sizes.
+  void add_operator_range(const OperatorRange& op, std::int64_t start, std::int64_t end, std::uint32_t lane) {
+    count(stats::nvtx_operator_ranges);
+    const std::size_t position = trace_.events.size();
+    TraceEvent& e = add(EventKind::cpu_op, start, end, intern(op.name), lane, kNone);
+    e.sequence_number = op.sequence_number.value_or(kNone);
+    if (op.sizes_malformed) return count(stats::nvtx_malformed_sizes);
+    if (!op.has_sizes || op.dims.empty()) return;  // no tensor input with dimensions
+    trace_.shapes.begin_operator(static_cast<std::int64_t>(position));
+    std::size_t first = 0;
+    for (const std::uint32_t rank : op.ranks) {
+      trace_.shapes.add_operand(std::span<const std::int64_t>(op.dims.data() + first, rank), {});
+      first += rank;
+    }
   }
 
   // --- thread scheduling --------------------------------------------------------------------------
@@ -712,6 +742,7 @@ class NsysParser {
   std::int64_t index_ = 0;  // source index of the row being read (all event tables, in read order)
   std::string table_;       // the table being read, for messages
   std::unordered_map<std::int64_t, std::string> string_ids_;
+  std::string unknown_message_;  // nvtx_message's "<string N>" for an id StringIds lacks
   std::unordered_map<std::int64_t, std::uint32_t> names_, api_names_;
   TraceTables tables_{trace_};
   std::map<std::pair<std::int64_t, std::int64_t>, std::string> thread_names_;
