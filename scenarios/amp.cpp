@@ -10,8 +10,8 @@
 // and every other / other.
 // On top of both: autocast casts each weight a GEMM or convolution uses once per forward pass.
 // Each run of such kernels that a forward operator launches gets one cast kernel on the same
-// stream just before its first one, launched by one more launch call just before that kernel's launch call
-// (casts=0 leaves them out). A cast costs, on the GPU, the median elementwise kernel of the trace
+// stream just before its first one, launched by one more launch call just before that kernel's
+// launch call (casts=0 leaves them out). A cast costs, on the GPU, the median elementwise kernel of the trace
 // after the scaling, and on the CPU the median kernel-launch call. docs/scenarios/amp.md.
 #include <fmt/format.h>
 

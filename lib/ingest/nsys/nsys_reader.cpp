@@ -388,12 +388,15 @@ class NsysParser {
     auto& cache = api_name ? api_names_ : names_;
     if (auto it = cache.find(id); it != cache.end()) return it->second;
     const auto found = string_ids_.find(id);
-    if (found == string_ids_.end()) {
-      count(stats::nsys_unknown_string_id, row.field(i));
-      return intern(fmt::format("<string {}>", id));
-    }
+    if (found == string_ids_.end()) return intern(unknown_string(row, i, id));
     const std::string_view text = api_name ? strip_api_version(found->second) : std::string_view(found->second);
     return cache[id] = intern(text);
+  }
+
+  /// What an id missing from StringIds is named, "<string N>"; counted.
+  std::string unknown_string(const Row& row, std::size_t i, std::int64_t id) {
+    count(stats::nsys_unknown_string_id, row.field(i));
+    return fmt::format("<string {}>", id);
   }
 
   std::uint32_t lane(LaneKind kind, std::int64_t process, std::int64_t thread) { return tables_.lane(kind, process, thread); }
@@ -480,8 +483,7 @@ class NsysParser {
     const auto id = row.integer(id_column);
     if (!id) return std::nullopt;
     if (const auto found = string_ids_.find(*id); found != string_ids_.end()) return std::string_view(found->second);
-    count(stats::nsys_unknown_string_id, row.field(id_column));
-    unknown_message_ = fmt::format("<string {}>", *id);
+    unknown_message_ = unknown_string(row, id_column, *id);
     return std::string_view(unknown_message_);
   }
 
