@@ -104,7 +104,10 @@ class DeviceCatalog {
   const std::vector<DeviceSpec>& devices() const { return devices_; }
   /// The GPU of this canonical name or alias; nullptr when none.
   const DeviceSpec* find(std::string_view name) const;
-  /// As find(); throws Error listing the known names when there is none.
+  /// The GPU a user names: as identify() without a memory size, so a catalogue name, an alias or
+  /// the name the driver prints (`NVIDIA H200`, `NVIDIA A100-SXM4-80GB`, as nvidia-smi and
+  /// torch.cuda.get_device_name give it) all work; throws Error listing the known names when
+  /// none matches.
   const DeviceSpec& at(std::string_view name) const;
   /// The GPU a trace records as `trace_name`: the entry of that name or alias, else the entry whose alias is the longest substring of
   /// it (ignoring case); among entries with equally long aliases, the one whose memory is

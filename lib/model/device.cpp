@@ -101,7 +101,7 @@ const DeviceSpec* DeviceCatalog::find(std::string_view name) const {
 }
 
 const DeviceSpec& DeviceCatalog::at(std::string_view name) const {
-  if (const DeviceSpec* d = find(name)) return *d;
+  if (const DeviceSpec* d = identify(name)) return *d;
   std::string known;
   for (const DeviceSpec& d : devices_) known += (known.empty() ? "" : ", ") + d.name;
   throw Error(fmt::format("unknown GPU '{}' (known: {}; add others with a devices file, docs/gpu_model.md)", name, known));

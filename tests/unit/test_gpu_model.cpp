@@ -89,6 +89,10 @@ TEST_CASE("gpu catalogue: a trace's GPU identified by its recorded name (longest
   CHECK(a100.peak_flops(Precision::fp16) / a100.peak_flops(Precision::tf32) == 2.0);
   CHECK(a100.ridge_point(Precision::fp16) == Approx(312e12 / 1555e9));
   CHECK_THROWS_WITH(catalog().at("Z9000"), Catch::Contains("unknown GPU 'Z9000'") && Catch::Contains("H100-SXM5-80GB"));
+  // a user may name a GPU as the driver does (nvidia-smi, torch.cuda.get_device_name)
+  CHECK(catalog().at("NVIDIA H200").name == "H200-SXM-141GB");
+  CHECK(catalog().at("NVIDIA A100-SXM4-80GB").name == "A100-SXM4-80GB");
+  CHECK_THROWS_WITH(catalog().at("H10"), Catch::Contains("unknown GPU 'H10'"));
 }
 
 TEST_CASE("gpu catalogue: a devices file adds GPUs and changes fields, its errors name file, entry and field", "[gpu]") {
