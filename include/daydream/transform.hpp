@@ -241,18 +241,21 @@ ChainSpot chain_spot(const Graph& graph, TaskId first, const std::vector<char>& 
 /// captured, as one (remove_block does this for the block it removes).
 void zero_inner_delays(Graph& graph, const std::vector<TaskId>& tasks);
 
-/// The edges that crossed the boundary of a removed block, as they were before the removal.
+/// The edges that cross the boundary of a block of tasks.
 struct CrossingEdges {
   std::vector<Graph::EdgeRecord> in;   ///< outside -> block
   std::vector<Graph::EdgeRecord> out;  ///< block -> outside
 };
+/// The edges crossing the boundary of `tasks`, in the order of the tasks and of their rows (read
+/// them before remove_block, which replaces them by bridges).
+CrossingEdges crossing_edges(const Graph& graph, const std::vector<TaskId>& tasks);
 
 /// Removes `tasks` as one block of work that disappears together. Edges between two tasks of the
 /// block lose their delays first, so the bridges Graph::remove leaves carry only the delays of the
 /// edges into and out of the block (the gaps around it), never the gaps inside it (which belong to
 /// the removed work). CPU tasks go first in trace order, then GPU tasks in reverse trace order,
 /// which keeps the bridging linear in the block's size on chains.
-CrossingEdges remove_block(Graph& graph, const std::vector<TaskId>& tasks);
+void remove_block(Graph& graph, const std::vector<TaskId>& tasks);
 
 /// Removes a run of consecutive tasks of one chain (in chain order) as one block (remove_block),
 /// and the task after the run follows the task before it with the gap it had after the run: one

@@ -118,7 +118,7 @@ void zero_inner_delays(Graph& graph, const std::vector<TaskId>& tasks) {
   zero_delays_within(graph, tasks, task_mask(graph, tasks));
 }
 
-CrossingEdges remove_block(Graph& graph, const std::vector<TaskId>& tasks) {
+CrossingEdges crossing_edges(const Graph& graph, const std::vector<TaskId>& tasks) {
   const auto in_block = task_mask(graph, tasks);
   CrossingEdges crossing;
   for (TaskId t : tasks) {
@@ -131,8 +131,11 @@ CrossingEdges remove_block(Graph& graph, const std::vector<TaskId>& tasks) {
       return true;
     });
   }
-  graph.remove_all(removal_order(graph, tasks), /*zero_inner_delays=*/true);
   return crossing;
+}
+
+void remove_block(Graph& graph, const std::vector<TaskId>& tasks) {
+  graph.remove_all(removal_order(graph, tasks), /*zero_inner_delays=*/true);
 }
 
 void remove_run(Graph& graph, const std::vector<TaskId>& run) {
@@ -165,7 +168,10 @@ std::vector<std::vector<TaskId>> replace_block(Graph& graph, const std::vector<T
   const auto in_block = task_mask(graph, block);
   std::vector<ChainSpot> spots;
   for (const Replacement& r : replacements) spots.push_back(chain_spot(graph, first_on_unit(graph, block, r.unit), in_block));
-  const CrossingEdges crossing = remove_block(graph, block);
+  const bool taking_over = std::any_of(replacements.begin(), replacements.end(),
+                                      [](const Replacement& r) { return r.take_over_edges && !r.tasks.empty(); });
+  const CrossingEdges crossing = taking_over ? crossing_edges(graph, block) : CrossingEdges{};
+  remove_block(graph, block);
   std::vector<std::vector<TaskId>> inserted(replacements.size());
   std::map<UnitId, std::pair<TaskId, TaskId>> ends;  // of the units whose replacement takes over edges
   for (std::size_t i = 0; i < replacements.size(); ++i) {
