@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The one command a session lent a GPU runs through the device tool (benchmarks/gpu/README.md):
-# records every workload (benchmarks/gpu/record.py) and packs the recordings into $OUT as one tar
-# per GPU and workload plus the manifest and the log, within the tool's limit of 8 files back.
+# records every workload (benchmarks/gpu/record.py); then, where the session carried the CUPTI
+# collector in .collector/ (libdaydream_cupti.so), its first GPU runs (collector_run.py); and packs
+# everything into $OUT: one tar per GPU and workload, collector.tar, the manifest and the log,
+# within the tool's limit of 8 files back.
 #
-#   benchmarks/gpu/device_run.sh [BUDGET_SECONDS=420] [record.py options...]
+#   benchmarks/gpu/device_run.sh [BUDGET_SECONDS=360] [record.py options...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-budget=${1:-420}
+budget=${1:-360}
 shift || true
 out=${OUT:?the device tool sets OUT}
 work=$(mktemp -d)
@@ -21,5 +23,10 @@ for gpu in "$work"/*/; do
     tar -C "$work" -cf "$out/$name.$(basename "$workload").tar" "$name/$(basename "$workload")"
   done
 done
+if [[ -f .collector/libdaydream_cupti.so ]]; then
+  timeout 240 python3 benchmarks/gpu/collector_run.py --out "$work/collector" --library .collector/libdaydream_cupti.so \
+    2>&1 | tee -a "$out/record.log"
+  tar -C "$work" -cf "$out/collector.tar" collector
+fi
 ls -la "$out"
 exit "$status"

@@ -97,3 +97,18 @@ def test_validate_recorded_tables_the_pairs_whose_traces_exist(recorded):
     assert rows[0]["result"]["compared"] == 4  # a CPU run: amp changes no kernel, but the pair is compared
     assert "nothing to fuse" in rows[2]["error"]  # the CPU optimizer launches no kernel
     assert report["Across GPUs"] == []
+
+
+def test_collector_run_times_both_runs(tmp_path):
+    python = torch_python()
+    if python is None:
+        pytest.skip("torch not installed (set DAYDREAM_TORCH_PYTHON to an interpreter that has it)")
+    library = REPO / "build" / "lib" / "libdaydream_cupti.so"  # inert without CUDA: only the script is checked
+    result = subprocess.run([python, str(GPU / "collector_run.py"), "--out", str(tmp_path), "--library", str(library),
+                             "--quick", "--device", "cpu"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    plain, injected = json.loads((tmp_path / "collector_runs.json").read_text())
+    assert (plain["injected"], injected["injected"]) == (False, True)
+    assert plain["cupti_from"] is None and plain["mean_step_ms"] > 0 and injected["mean_step_ms"] > 0
+    assert injected["overhead"] == pytest.approx(injected["mean_step_ms"] / plain["mean_step_ms"] - 1, abs=1e-4)
+    assert "trace" not in injected  # no CUDA, so the collector never loaded and wrote nothing
