@@ -383,6 +383,7 @@ class CowPtr {
 };
 
 struct TaskColumns;   // the simulator's per-task columns, private to lib/graph and lib/simulate
+class EdgeTableCache;  // edge tables shared by a Predictor's what-ifs (lib/graph/edge_table_cache.hpp)
 struct ReportColumns; // per-task fields that reports read, private to lib/graph and lib/predict
 
 /// A vector whose copies keep room to grow by an eighth: a graph's per-task arrays, copied for
@@ -613,6 +614,7 @@ class Graph {
   struct Operators;  // the records and their shapes, shared by copies
   std::shared_ptr<const Operators> operators_;
   std::shared_ptr<const JobLayout> job_;
+  std::shared_ptr<EdgeTableCache> table_cache_;  ///< null unless GraphAccess::share_edge_tables
   Calibration calibration_;
   ImportReport report_;
   std::size_t removed_count_ = 0;

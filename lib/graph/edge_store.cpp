@@ -266,6 +266,28 @@ bool EdgeStore::bypass_vertices(const std::vector<TaskId>& order, Edge (*bridge)
   return true;
 }
 
+namespace {
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {  // splitmix64's finaliser over h ^ v
+  std::uint64_t z = h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+std::uint64_t EdgeStore::layout_key() const {
+  // Every record, cheaply (one multiply per field; about 1 ns a record): a key that saw only some
+  // records would make stores that differ elsewhere candidates, each costing a full comparison.
+  std::uint64_t h = mix(mix(mix(0, num_vertices()), records_.size()), dead_);
+  std::uint64_t a = 0, b = 0;
+  for (const Record& r : records_) {
+    a = (a ^ ((std::uint64_t{r.from} << 32) | r.to)) * 0x100000001b3ull;
+    b = (b ^ (static_cast<std::uint64_t>(r.edge.delay_ns) << 1 ^ static_cast<std::uint64_t>(r.edge.timing))) *
+        0x9e3779b97f4a7c15ull;
+  }
+  return mix(mix(h, a), b);
+}
+
 EdgeId EdgeStore::find(TaskId from, TaskId to) const {
   EdgeId found = kNoEdge;
   each_out(from, [&](EdgeId id) {

@@ -58,6 +58,10 @@ class EdgeStore {
   std::size_t out_degree(TaskId v) const { return out_.rows[v].live; }
   std::size_t in_degree(TaskId v) const { return in_.rows[v].live; }
 
+  /// A hash of the sizes and of every edge record (ends, delay, timing): equal for stores that
+  /// took the same edits; it only picks candidates for an exact comparison.
+  std::uint64_t layout_key() const;
+
   /// Calls f(EdgeId) for each live out-edge (in-edge) of v in order until f returns false;
   /// false when f stopped the walk.
   template <class F>

@@ -11,6 +11,8 @@
 
 #include "common/huge_pages.hpp"
 #include "daydream/error.hpp"
+#include "graph/edge_table_cache.hpp"
+#include "graph/graph_access.hpp"
 #include "graph/graph_storage.hpp"
 
 namespace daydream {
@@ -239,6 +241,9 @@ std::shared_ptr<const EdgeTable> Graph::edge_table() const {
   std::lock_guard lock(storage_->table_mutex);
   if (storage_->table) return storage_->table;
   const EdgeStore& edges = structure().edges;
+  const std::uint64_t key = table_cache_ ? EdgeTableCache::key(edges, *task_columns()) : 0;
+  if (table_cache_)
+    if (auto cached = table_cache_->find(key, edges, *task_columns())) return storage_->table = std::move(cached);
   // The memory of a table the structure dropped, where there is one (every field is refilled).
   std::shared_ptr<EdgeTable> table = storage_->spare_table ? std::move(storage_->spare_table) : std::make_shared<EdgeTable>();
   const auto n = num_tasks();
@@ -266,8 +271,13 @@ std::shared_ptr<const EdgeTable> Graph::edge_table() const {
   table->topological = kahn_order(*table);
   table->unchained_units = unchained_units(*table, *task_columns());
   storage_->table = table;
+  if (table_cache_)
+    if (auto freed = table_cache_->offer(key, *task_columns(), table); freed && !storage_->spare_table)
+      storage_->spare_table = std::move(freed);
   return table;
 }
+
+void GraphAccess::share_edge_tables(Graph& graph) { graph.table_cache_ = std::make_shared<EdgeTableCache>(); }
 
 std::shared_ptr<const TaskColumns> Graph::task_columns() const {
   return task_columns_.get_or_make([this] {

@@ -23,6 +23,10 @@ struct GraphAccess {
     graph.recorded_order();
     graph.ensure_ranks();
   }
+  /// From now on, this graph and its copies keep the edge tables of structures they build more
+  /// than once and reuse them (graph/edge_table_cache.hpp): a Predictor's base, whose what-ifs
+  /// often repeat one structure with other numbers.
+  static void share_edge_tables(Graph& graph);
   /// The tasks by unit and recorded start (Graph::recorded_order, for tasks_by_unit).
   static std::shared_ptr<const std::vector<TaskId>> recorded_order(const Graph& graph) { return graph.recorded_order(); }
   static std::shared_ptr<const std::vector<TaskId>> recorded_order_if_built(const Graph& graph) {

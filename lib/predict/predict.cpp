@@ -96,6 +96,7 @@ Graph ready_for_edits(Graph base) {
     GraphAccess::prepare_for_copies(base);
   } catch (const Error&) {
   }
+  GraphAccess::share_edge_tables(base);  // what-ifs that repeat one structure build its table once
   return base;
 }
 

@@ -181,3 +181,63 @@ TEST_CASE("iteration spans from the recorded order equal those of a full scan, a
     }
   }
 }
+
+TEST_CASE("a base's copies reuse the edge table of a structure built twice, and only of the same edges",
+          "[simulate][reuse]") {
+  Graph plain;
+  const UnitId cpu = plain.add_unit({UnitKind::cpu_thread, "cpu", 1, 1});
+  const UnitId other = plain.add_unit({UnitKind::cpu_thread, "other", 1, 2});
+  for (TaskId t = 0; t < 200; ++t) {
+    Task task;
+    task.unit = cpu;
+    task.duration_ns = 10;
+    plain.add_task(task);
+    if (t > 0) plain.add_edge(t - 1, t, {EdgeType::cpu_sequential, Timing::finish_to_start, 0, false});
+  }
+  Graph base = plain;
+  GraphAccess::share_edge_tables(base);
+  (void)simulate(base);
+  const auto table = [](const Graph& g) { return GraphAccess::edge_table(g); };
+  const auto scaled = [](Graph g, double scale) {
+    g.select().scale(scale);  // the numbers a scenario's parameter changes
+    return g;
+  };
+  // A new structure (one more edge): built the first time it is seen and again, kept from then on.
+  const auto with_delay = [&](const Graph& from, TimeNs delay, double scale) {
+    Graph g = from;
+    g.add_edge(0, 2, {EdgeType::cpu_sequential, Timing::finish_to_start, delay, false});
+    return scaled(std::move(g), scale);
+  };
+  const Graph c1 = with_delay(base, 5, 1.0), c2 = with_delay(base, 5, 2.0), c3 = with_delay(base, 5, 3.0);
+  const SimulationResult s1 = simulate(c1), s2 = simulate(c2), s3 = simulate(c3);
+  CHECK(table(c1) != table(c2));
+  CHECK(table(c3) == table(c2));
+  check_same_result(s3, simulate(with_delay(plain, 5, 3.0)));
+  // Another delay on that edge: other edges, not reused.
+  const Graph d = with_delay(base, 95, 3.0);
+  const SimulationResult sd = simulate(d);
+  CHECK(table(d) != table(c2));
+  check_same_result(sd, simulate(with_delay(plain, 95, 3.0)));
+  CHECK(sd.start_ns[2] == 30 + 95);  // task 0 ends at 30, then the 95 ns delay (task 1 ends at 60)
+  // The same edges with a task on another unit: the unit chains differ, so the table is not reused
+  // (compared task by task), and the new task on the chain's own unit queues behind it.
+  const auto with_task_on = [&](const Graph& from, UnitId unit) {
+    Graph g = from;
+    NewTask task = NewTask::of("side", TaskKind::cpu, 10, -1, Phase::unknown);
+    task.unit = unit;
+    task.after = {0};
+    g.insert(task);
+    return g;
+  };
+  const Graph e1 = with_task_on(base, cpu), e2 = with_task_on(base, cpu), e3 = with_task_on(base, cpu);
+  (void)simulate(e1), (void)simulate(e2);
+  const SimulationResult r3 = simulate(e3);
+  REQUIRE(table(e3) == table(e2));
+  const Graph f = with_task_on(base, other);
+  const SimulationResult rf = simulate(f);
+  CHECK(table(f) != table(e2));
+  check_same_result(rf, simulate(with_task_on(plain, other)));
+  check_same_result(r3, simulate(with_task_on(plain, cpu)));
+  // A what-if that keeps the base's structure shares the base's table, as before.
+  CHECK(table(scaled(base, 2.0)) == table(base));
+}
