@@ -5,10 +5,10 @@
 # everything into $OUT: one tar per GPU and workload, collector.tar, the manifest and the log,
 # within the tool's limit of 8 files back.
 #
-#   benchmarks/gpu/device_run.sh [BUDGET_SECONDS=360] [record.py options...]
+#   benchmarks/gpu/device_run.sh [BUDGET_SECONDS=330] [record.py options...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-budget=${1:-360}
+budget=${1:-330}
 shift || true
 out=${OUT:?the device tool sets OUT}
 work=$(mktemp -d)
@@ -24,7 +24,7 @@ for gpu in "$work"/*/; do
   done
 done
 if [[ -f .collector/libdaydream_cupti.so ]]; then
-  timeout 240 python3 benchmarks/gpu/collector_run.py --out "$work/collector" --library .collector/libdaydream_cupti.so \
+  timeout 150 python3 benchmarks/gpu/collector_run.py --out "$work/collector" --library .collector/libdaydream_cupti.so \
     2>&1 | tee -a "$out/record.log"
   tar -C "$work" -cf "$out/collector.tar" collector
 fi
