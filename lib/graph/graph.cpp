@@ -237,42 +237,53 @@ std::vector<TaskId> kahn_order(const EdgeTable& table, const std::vector<TaskId>
   return order;
 }
 
+namespace {
+
+/// The simulator's table of `edges` (n tasks), written into `table`'s memory: every field is
+/// refilled, so the memory of a dropped table serves.
+void fill_edge_table(const EdgeStore& edges, std::size_t n, const TaskColumns& columns, EdgeTable& table) {
+  table.first.assign(n + 1, 0);
+  table.in_degree.assign(n, 0);
+  const auto empty_with_room = [&](auto& column) { column.clear(), column.reserve(edges.num_edges()); };
+  empty_with_room(table.target);
+  empty_with_room(table.delay_ns);
+  empty_with_room(table.start_to_start);
+  for (TaskId v = 0; v < n; ++v) {
+    edges.each_out(v, [&](EdgeId e) {
+      const TaskId w = edges.target(e);
+      table.target.push_back(w);
+      table.delay_ns.push_back(edges.edge(e).delay_ns);
+      table.start_to_start.push_back(edges.edge(e).timing == Timing::start_to_start ? 1 : 0);
+      ++table.in_degree[w];
+      return true;
+    });
+    table.first[v + 1] = static_cast<std::uint32_t>(table.target.size());
+  }
+  const auto unusable = std::find_if(table.delay_ns.begin(), table.delay_ns.end(),
+                                     [](TimeNs d) { return d < 0 || d > kMaxDelayNs; });
+  table.first_unusable_delay = static_cast<std::size_t>(unusable - table.delay_ns.begin());
+  add_reverse_rows(table);
+  table.topological = kahn_order(table);
+  table.unchained_units = unchained_units(table, columns);
+}
+
+}  // namespace
+
 std::shared_ptr<const EdgeTable> Graph::edge_table() const {
   std::lock_guard lock(storage_->table_mutex);
   if (storage_->table) return storage_->table;
   const EdgeStore& edges = structure().edges;
-  const std::uint64_t key = table_cache_ ? EdgeTableCache::key(edges, *task_columns()) : 0;
+  const std::shared_ptr<const TaskColumns> columns = task_columns();
+  // A Predictor's what-ifs: the table of a structure built before (edge_table_cache.hpp).
+  const std::uint64_t key = table_cache_ ? EdgeTableCache::key(edges, *columns) : 0;
   if (table_cache_)
-    if (auto cached = table_cache_->find(key, edges, *task_columns())) return storage_->table = std::move(cached);
-  // The memory of a table the structure dropped, where there is one (every field is refilled).
+    if (auto cached = table_cache_->find(key, edges, *columns)) return storage_->table = std::move(cached);
+  // The memory of a table the structure dropped, where there is one.
   std::shared_ptr<EdgeTable> table = storage_->spare_table ? std::move(storage_->spare_table) : std::make_shared<EdgeTable>();
-  const auto n = num_tasks();
-  table->first.assign(n + 1, 0);
-  table->in_degree.assign(n, 0);
-  const auto empty_with_room = [&](auto& column) { column.clear(), column.reserve(edges.num_edges()); };
-  empty_with_room(table->target);
-  empty_with_room(table->delay_ns);
-  empty_with_room(table->start_to_start);
-  for (TaskId v = 0; v < n; ++v) {
-    edges.each_out(v, [&](EdgeId e) {
-      const TaskId w = edges.target(e);
-      table->target.push_back(w);
-      table->delay_ns.push_back(edges.edge(e).delay_ns);
-      table->start_to_start.push_back(edges.edge(e).timing == Timing::start_to_start ? 1 : 0);
-      ++table->in_degree[w];
-      return true;
-    });
-    table->first[v + 1] = static_cast<std::uint32_t>(table->target.size());
-  }
-  const auto unusable = std::find_if(table->delay_ns.begin(), table->delay_ns.end(),
-                                     [](TimeNs d) { return d < 0 || d > kMaxDelayNs; });
-  table->first_unusable_delay = static_cast<std::size_t>(unusable - table->delay_ns.begin());
-  add_reverse_rows(*table);
-  table->topological = kahn_order(*table);
-  table->unchained_units = unchained_units(*table, *task_columns());
+  fill_edge_table(edges, num_tasks(), *columns, *table);
   storage_->table = table;
   if (table_cache_)
-    if (auto freed = table_cache_->offer(key, *task_columns(), table); freed && !storage_->spare_table)
+    if (auto freed = table_cache_->offer(key, *columns, table); freed && !storage_->spare_table)
       storage_->spare_table = std::move(freed);
   return table;
 }
