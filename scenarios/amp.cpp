@@ -13,8 +13,13 @@
 // stream just before its first one, launched by one more launch call just before that kernel's
 // launch call (casts=0 leaves them out). A cast costs, on the GPU, the median elementwise kernel of the trace
 // after the scaling, and on the CPU the median kernel-launch call. docs/scenarios/amp.md.
+// A split scenario (ScenarioSplit): restructure_amp selects and classifies the kernels and inserts
+// the casts, time_amp applies the fixed factors and times the casts, so a sweep over `tensor_core`
+// and `other` selects once.
 #include <fmt/format.h>
 
+#include <any>
+#include <optional>
 #include <vector>
 
 #include "amp_device.hpp"
@@ -63,19 +68,28 @@ bool in_model(const Graph& g, TaskId t) { return g.task(t).phase != Phase::data_
 
 // --- the paper's fixed factors ---
 
-std::vector<TaskId> scale_by_factors(Graph& graph, const ScenarioParams& params, std::vector<std::string>& notes) {
-  const double tensor_core_factor = params.number("tensor_core"), other_factor = params.number("other");
+/// The kernels the fixed factors scale, chosen before any is scaled or a cast is inserted.
+struct FixedFactorKernels {
+  std::vector<TaskId> tensor_core, other;
+};
+
+FixedFactorKernels fixed_factor_kernels(Graph& graph, const ScenarioParams& params) {
   auto tensor_core = graph.select(tensor_core_kernels(params.text("pattern"), params.text("exclude")).where(in_model));
   auto other = all_but(graph, TaskFilter().kind(TaskKind::kernel).where(in_model), tensor_core);
+  return {tensor_core.ids(), other.ids()};
+}
+
+std::string scale_by_factors(Graph& graph, const FixedFactorKernels& kernels, const ScenarioParams& params) {
+  const double tensor_core_factor = params.number("tensor_core"), other_factor = params.number("other");
+  TaskSet tensor_core(graph, kernels.tensor_core), other(graph, kernels.other);
   const TimeNs tensor_core_before = tensor_core.total_duration_ns(), other_before = other.total_duration_ns();
   tensor_core.scale(1.0 / tensor_core_factor);
   other.scale(1.0 / other_factor);
-  notes.push_back(fmt::format("{} tensor-core kernels scaled by 1/{:g} ({:.3f} -> {:.3f} ms), {} other kernels by "
-                              "1/{:g} ({:.3f} -> {:.3f} ms)",
-                              tensor_core.size(), tensor_core_factor, ms(tensor_core_before),
-                              ms(tensor_core.total_duration_ns()), other.size(), other_factor, ms(other_before),
-                              ms(other.total_duration_ns())));
-  return tensor_core.ids();
+  return fmt::format("{} tensor-core kernels scaled by 1/{:g} ({:.3f} -> {:.3f} ms), {} other kernels by "
+                     "1/{:g} ({:.3f} -> {:.3f} ms)",
+                     tensor_core.size(), tensor_core_factor, ms(tensor_core_before),
+                     ms(tensor_core.total_duration_ns()), other.size(), other_factor, ms(other_before),
+                     ms(other.total_duration_ns()));
 }
 
 /// The traced GPU, or nullptr (with the reason in `notes`) when the catalogue cannot say.
@@ -95,13 +109,13 @@ const DeviceSpec* model_device(const DeviceCatalog& catalog, const Graph& graph,
 
 // --- the casts ---
 
-// A cast's GPU time: the median elementwise kernel after scaling; any non-tensor-core kernel when
-// there is none.
-TimeNs cast_kernel_ns(Graph& graph) {
+// The kernels whose median time a cast takes: the elementwise ones; any non-tensor-core kernel
+// when there is none.
+std::vector<TaskId> cast_like_kernels(Graph& graph) {
   const TaskSet tensor_core = graph.select(tensor_core_kernels(kTensorCore, kNotTensorCore));
   auto kernels = all_but(graph, TaskFilter().kind(TaskKind::kernel).name(kElementwise), tensor_core);
   if (kernels.empty()) kernels = all_but(graph, TaskFilter().kind(TaskKind::kernel), tensor_core);
-  return kernels.median_duration_ns();
+  return kernels.ids();
 }
 
 // One cast per run of GEMM or convolution kernels of one forward operator: before the run's first
@@ -110,11 +124,11 @@ TimeNs cast_kernel_ns(Graph& graph) {
 // stream, so where the innermost range is no operator (an Nsight trace whose only range around a
 // U-Net's convolutions is NVTX `forward`), each convolution still gets its weight's cast, while a
 // convolution's helper kernels (cuDNN's strided dgrad stages) count once. Returns the count.
-std::size_t insert_casts(Graph& graph, const std::vector<TaskId>& weighted, Precision dtype, TimeNs cast_ns,
-                         TimeNs launch_call_ns) {
+std::vector<TaskId> insert_casts(Graph& graph, const std::vector<TaskId>& weighted, Precision dtype,
+                                 TimeNs launch_call_ns) {
   std::vector<char> is_weighted(graph.num_tasks(), 0);
   for (TaskId kernel : weighted) is_weighted[kernel] = 1;
-  std::size_t inserted = 0;
+  std::vector<TaskId> inserted;
   const std::string cast_name = fmt::format("amp cast fp32 -> {}", to_string(dtype));
   for (TaskId kernel : weighted) {
     const Task& task = graph.task(kernel);
@@ -126,8 +140,9 @@ std::size_t insert_casts(Graph& graph, const std::vector<TaskId>& weighted, Prec
     if (call == kNoTask) continue;
     auto launch = NewTask::of("cudaLaunchKernel (amp cast)", TaskKind::runtime, launch_call_ns,
                               graph.task(call).iteration, Phase::forward);
-    auto cast = NewTask::of(cast_name, TaskKind::kernel, cast_ns, task.iteration, Phase::forward);
-    if (insert_launched(graph, std::move(launch), std::move(cast), call, kernel)) ++inserted;
+    auto cast = NewTask::of(cast_name, TaskKind::kernel, 0, task.iteration, Phase::forward);  // timed by time_amp
+    if (const auto ids = insert_launched(graph, std::move(launch), std::move(cast), call, kernel))
+      inserted.push_back(ids->second);
   }
   return inserted;
 }
@@ -139,34 +154,64 @@ Precision autocast_dtype(const ScenarioParams& params) {
   return *dtype;
 }
 
-ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
+/// What restructure_amp leaves for time_amp: on the GPU model every kernel is scaled already;
+/// with the fixed factors, the kernels to scale. Either way the casts, inserted at 0 ns.
+struct AmpPlan {
+  std::optional<FixedFactorKernels> fixed;
+  std::vector<std::string> notes_before, notes_after;  // around the scaling's note
+  std::vector<TaskId> casts;
+  std::vector<TaskId> cast_like;  // a cast takes their median time once they are scaled
+  bool casts_wanted = false;
+  Precision dtype = Precision::fp16;
+  TimeNs launch_call_ns = 0;
+};
+
+AmpPlan restructure_amp(Graph& graph, const ScenarioParams& params) {
   check_pattern(params.text("pattern"), "amp");
   if (!params.text("exclude").empty()) check_pattern(params.text("exclude"), "amp exclude");
-  const Precision dtype = autocast_dtype(params);
-  const auto launch_call_ns = median_launch_call_ns(graph);
-  ScenarioOutcome outcome;
+  AmpPlan plan;
+  plan.dtype = autocast_dtype(params);
+  plan.launch_call_ns = median_launch_call_ns(graph);
   const DeviceCatalog catalog = DeviceCatalog::with_file(params.text("devices"));
   const bool fixed =
       params.given("tensor_core") || params.given("other") || params.given("pattern") || params.given("exclude");
-  const DeviceSpec* device = fixed ? nullptr : model_device(catalog, graph, params, outcome.notes);
-  const std::vector<TaskId> weighted = device != nullptr ? scale_on_device(graph, *device, dtype, outcome.notes)
-                                                         : scale_by_factors(graph, params, outcome.notes);
-  if (params.integer("grad_scaler") == 1 || (device != nullptr && !params.given("grad_scaler") && dtype == Precision::fp16))
-    outcome.notes.push_back(fmt::format("GradScaler: {} optimizer steps wait for the GPU's backward pass (found_inf.item())",
-                                        insert_scaler_syncs(graph)));
+  const DeviceSpec* device = fixed ? nullptr : model_device(catalog, graph, params, plan.notes_before);
+  std::vector<TaskId> weighted;
+  if (device != nullptr) {
+    weighted = scale_on_device(graph, *device, plan.dtype, plan.notes_before);
+  } else {
+    plan.fixed = fixed_factor_kernels(graph, params);
+    weighted = plan.fixed->tensor_core;
+  }
+  if (params.integer("grad_scaler") == 1 || (device != nullptr && !params.given("grad_scaler") && plan.dtype == Precision::fp16))
+    plan.notes_after.push_back(fmt::format("GradScaler: {} optimizer steps wait for the GPU's backward pass (found_inf.item())",
+                                           insert_scaler_syncs(graph)));
   const std::size_t data_loading = graph.select(TaskFilter().kind(TaskKind::kernel).phase(Phase::data_loading)).size();
   if (data_loading > 0)
-    outcome.notes.push_back(fmt::format("{} data-loading kernels (DALI, DataLoader: outside autocast) kept", data_loading));
-  if (params.integer("casts") == 0) return outcome;
+    plan.notes_after.push_back(fmt::format("{} data-loading kernels (DALI, DataLoader: outside autocast) kept", data_loading));
+  if (params.integer("casts") == 0) return plan;
   if (!marks_forward(graph)) {
-    outcome.notes.push_back("no casts inserted: the graph marks no forward phase");
-    return outcome;
+    plan.notes_after.push_back("no casts inserted: the graph marks no forward phase");
+    return plan;
   }
-  const TimeNs cast_ns = cast_kernel_ns(graph);
-  const std::size_t inserted = insert_casts(graph, weighted, dtype, cast_ns, launch_call_ns);
+  plan.casts_wanted = true;
+  plan.cast_like = cast_like_kernels(graph);
+  plan.casts = insert_casts(graph, weighted, plan.dtype, plan.launch_call_ns);
+  return plan;
+}
+
+ScenarioOutcome time_amp(Graph& graph, const ScenarioParams& params, const std::any& any_plan) {
+  const auto& plan = std::any_cast<const AmpPlan&>(any_plan);
+  ScenarioOutcome outcome;
+  outcome.notes = plan.notes_before;
+  if (plan.fixed) outcome.notes.push_back(scale_by_factors(graph, *plan.fixed, params));
+  outcome.notes.insert(outcome.notes.end(), plan.notes_after.begin(), plan.notes_after.end());
+  if (!plan.casts_wanted) return outcome;
+  const TimeNs cast_ns = TaskSet(graph, plan.cast_like).median_duration_ns();
+  for (TaskId cast : plan.casts) graph.set_duration(cast, cast_ns);
   outcome.notes.push_back(fmt::format("{} {} weight casts inserted (one per run of GEMM or convolution kernels of a "
                                       "forward operator): {} ns on the GPU, {} ns launch call each",
-                                      inserted, to_string(dtype), cast_ns, launch_call_ns));
+                                      plan.casts.size(), to_string(plan.dtype), cast_ns, plan.launch_call_ns));
   return outcome;
 }
 
@@ -174,35 +219,38 @@ ScenarioOutcome apply_amp(Graph& graph, const ScenarioParams& params) {
 
 Scenario amp() {
   constexpr double inf = std::numeric_limits<double>::infinity();
-  return {"amp",
-          "automatic mixed precision: each kernel as autocast runs it on the traced GPU (peak ratios, half the "
-          "bytes), plus weight casts; or the paper's fixed factors",
-          {ScenarioParam::text("dtype", "fp16", "the precision autocast runs in: fp16 or bf16"),
-           traced_gpu_param("device"),
-           ScenarioParam{"grad_scaler", ParamKind::integer, 0,
-                         "1: torch.cuda.amp.GradScaler's step waits for the GPU (found_inf.item()) before the "
-                         "optimizer step; 0: no scaler",
-                         0, 1}
-               .automatic("1 for fp16 on the GPU model, else 0"),
-           {"casts", ParamKind::integer, 1,
-            "1: insert autocast's fp32 -> dtype weight casts in the forward pass; 0: leave them out", 0, 1},
-           ScenarioParam{"tensor_core", ParamKind::number, 3,
-                         "fixed speed-up of tensor-core kernels (GEMM, convolution): the paper's estimate instead of "
-                         "the GPU model",
-                         0, inf, true}
-               .automatic("from the GPU model (3 when the GPU is unknown)"),
-           ScenarioParam{"other", ParamKind::number, 2,
-                         "fixed speed-up of every other kernel: the paper's estimate instead of the GPU model", 0, inf,
-                         true}
-               .automatic("from the GPU model (2 when the GPU is unknown)"),
-           ScenarioParam::text("pattern", kTensorCore,
-                               "regular expression (RE2) naming the tensor-core kernels of the fixed factors (GEMM, "
-                               "convolution)"),
-           ScenarioParam::text("exclude", kNotTensorCore,
-                               "regular expression (RE2) naming kernels `pattern` matches that are no tensor-core "
-                               "kernels (library helpers); empty: none"),
-           devices_param()},
-          apply_amp};
+  return split_scenario(
+      "amp",
+      "automatic mixed precision: each kernel as autocast runs it on the traced GPU (peak ratios, half the "
+      "bytes), plus weight casts; or the paper's fixed factors",
+      {ScenarioParam::text("dtype", "fp16", "the precision autocast runs in: fp16 or bf16"),
+       traced_gpu_param("device"),
+       ScenarioParam{"grad_scaler", ParamKind::integer, 0,
+                     "1: torch.cuda.amp.GradScaler's step waits for the GPU (found_inf.item()) before the "
+                     "optimizer step; 0: no scaler",
+                     0, 1}
+           .automatic("1 for fp16 on the GPU model, else 0"),
+       {"casts", ParamKind::integer, 1,
+        "1: insert autocast's fp32 -> dtype weight casts in the forward pass; 0: leave them out", 0, 1},
+       ScenarioParam{"tensor_core", ParamKind::number, 3,
+                     "fixed speed-up of tensor-core kernels (GEMM, convolution): the paper's estimate instead of "
+                     "the GPU model",
+                     0, inf, true}
+           .automatic("from the GPU model (3 when the GPU is unknown)"),
+       ScenarioParam{"other", ParamKind::number, 2,
+                     "fixed speed-up of every other kernel: the paper's estimate instead of the GPU model", 0, inf,
+                     true}
+           .automatic("from the GPU model (2 when the GPU is unknown)"),
+       ScenarioParam::text("pattern", kTensorCore,
+                           "regular expression (RE2) naming the tensor-core kernels of the fixed factors (GEMM, "
+                           "convolution)"),
+       ScenarioParam::text("exclude", kNotTensorCore,
+                           "regular expression (RE2) naming kernels `pattern` matches that are no tensor-core "
+                           "kernels (library helpers); empty: none"),
+       devices_param()},
+      {{"tensor_core", "other"},
+       [](Graph& graph, const ScenarioParams& params) { return std::any(restructure_amp(graph, params)); },
+       time_amp});
 }
 
 }  // namespace daydream::scenarios

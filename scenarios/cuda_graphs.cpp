@@ -19,9 +19,12 @@
 //    `in_flight` launches earlier has finished (default 1: as with one synchronization per
 //    step). Captured calls that waited for a full launch queue stay as zero-time ordering points,
 //    so the CPU never runs further ahead of the GPU than it did in the trace either.
+// A split scenario (ScenarioSplit): capture_regions makes the graphs, time_launches gives their
+// launch calls the `launch` time, so a sweep over `launch` captures once.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <any>
 #include <map>
 #include <optional>
 #include <vector>
@@ -84,7 +87,7 @@ struct Captured {
 // One piece becomes one graph: one cudaGraphLaunch in the place of its CPU work (before a kept
 // queue wait that heads it). Queue waits (waits_for_gpu) stay: removing one would bridge its wait
 // onto every later launch of the piece; kept, it keeps the CPU as far behind the GPU as it was.
-std::optional<Captured> capture(Graph& graph, const std::vector<TaskId>& piece, TimeNs launch_ns, Tally& tally) {
+std::optional<Captured> capture(Graph& graph, const std::vector<TaskId>& piece, Tally& tally) {
   const auto streams = group_by_unit(graph, launched_by(graph, piece));
   if (streams.empty()) return ++tally.cpu_only, std::nullopt;
   std::vector<TaskId> block, waits;
@@ -93,7 +96,8 @@ std::optional<Captured> capture(Graph& graph, const std::vector<TaskId>& piece, 
   tally.cpu_ns += TaskSet(graph, piece).total_duration_ns();
   tally.queue_waits += waits.size();
   const Task& anchor = graph.task(piece.front());
-  NewTask call = NewTask::of("cudaGraphLaunch", TaskKind::runtime, launch_ns, anchor.iteration, anchor.phase);
+  // 0 ns until time_launches gives it the `launch` parameter's time.
+  NewTask call = NewTask::of("cudaGraphLaunch", TaskKind::runtime, 0, anchor.iteration, anchor.phase);
   call.unit = anchor.unit;
   // Edges inside the piece lose their delays; remove_block does so for the block itself, so only
   // a piece with kept queue waits needs the pass over all of it.
@@ -143,34 +147,48 @@ std::string describe(const Tally& t, const std::string& region, TimeNs launch_ns
       static_cast<double>(t.cpu_ns) / 1e6, t.blocking, t.host_copies, t.data_loading, t.cpu_only, t.queue_waits);
 }
 
-ScenarioOutcome apply_cuda_graphs(Graph& graph, const ScenarioParams& params) {
-  const std::string& region = params.text("region");
-  const auto launch_ns = static_cast<TimeNs>(params.number("launch"));
-  const RangeTasks regions = regions_of(graph, region);
+/// What restructure leaves for retime: the graph launches it inserted (0 ns until retimed).
+struct CapturePlan {
+  std::vector<TaskId> launches;
   Tally tally;
+};
+
+CapturePlan capture_regions(Graph& graph, const ScenarioParams& params) {
+  const std::string& region = params.text("region");
+  const RangeTasks regions = regions_of(graph, region);
+  CapturePlan plan;
   std::vector<Captured> graphs;
   for (const RangeWindow& window : regions.windows())
-    for (const auto& piece : pieces_of(graph, regions, window, tally))
-      if (auto captured = capture(graph, piece, launch_ns, tally)) graphs.push_back(std::move(*captured));
-  tally.regions = regions.windows().size();
-  tally.graphs = graphs.size();
+    for (const auto& piece : pieces_of(graph, regions, window, plan.tally))
+      if (auto captured = capture(graph, piece, plan.tally)) graphs.push_back(std::move(*captured));
+  plan.tally.regions = regions.windows().size();
+  plan.tally.graphs = graphs.size();
   if (graphs.empty())
     throw Error(fmt::format("the {} occurrences of region '{}' launch no GPU work to capture",
                             regions.windows().size(), region));
   throttle(graph, graphs, static_cast<std::size_t>(params.integer("in_flight")));
-  return {nullptr, {describe(tally, region, launch_ns)}};
+  for (const Captured& g : graphs) plan.launches.push_back(g.launch);
+  return plan;
+}
+
+ScenarioOutcome time_launches(Graph& graph, const ScenarioParams& params, const std::any& plan) {
+  const auto& capture = std::any_cast<const CapturePlan&>(plan);
+  const auto launch_ns = static_cast<TimeNs>(params.number("launch"));
+  for (TaskId launch : capture.launches) graph.set_duration(launch, launch_ns);
+  return {nullptr, {describe(capture.tally, params.text("region"), launch_ns)}};
 }
 
 }  // namespace
 
 Scenario cuda_graphs() {
-  return {"cuda_graphs", "the step replayed as CUDA graphs: no per-kernel launches or framework work on the CPU",
-          {ScenarioParam::text("region", "ProfilerStep#",
-                               "regular expression naming the CPU range captured as a graph (data loading excluded)"),
-           {"launch", ParamKind::duration, 10'000, "CPU time of one cudaGraphLaunch call", 0, 1e9},
-           {"in_flight", ParamKind::integer, 1,
-            "graphs launched and not yet finished when a cudaGraphLaunch blocks (1: one sync per step)", 1, 1024}},
-          apply_cuda_graphs};
+  return split_scenario(
+      "cuda_graphs", "the step replayed as CUDA graphs: no per-kernel launches or framework work on the CPU",
+      {ScenarioParam::text("region", "ProfilerStep#",
+                           "regular expression naming the CPU range captured as a graph (data loading excluded)"),
+       {"launch", ParamKind::duration, 10'000, "CPU time of one cudaGraphLaunch call", 0, 1e9},
+       {"in_flight", ParamKind::integer, 1,
+        "graphs launched and not yet finished when a cudaGraphLaunch blocks (1: one sync per step)", 1, 1024}},
+      {{"launch"}, capture_regions, time_launches});
 }
 
 }  // namespace daydream::scenarios

@@ -15,8 +15,11 @@
 //    (the step's median removed CPU segment: one ATen dispatch) and one launch call (the trace's
 //    median launch call). The gaps before and after the step stay; those inside it go with it.
 // A trace without an optimizer step, or whose steps launch no kernel, is an Error.
+// A split scenario (ScenarioSplit): fuse_steps replaces the steps, time_fused_kernels times the
+// fused kernels, so a sweep over `factor` fuses once.
 #include <fmt/format.h>
 
+#include <any>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -32,14 +35,28 @@ namespace {
 constexpr const char* kStepPattern = "Optimizer\\.step";
 
 struct Settings {
-  double factor = 1;
   std::int64_t kernels = 1;
   TimeNs launch_ns = 0;  ///< one launch call
 };
 
 struct Tally {
   std::size_t steps = 0, kernels = 0, calls = 0, cpu_segments = 0, kept = 0, fused = 0;
-  TimeNs kernel_ns = 0, cpu_ns = 0, fused_ns = 0;
+  TimeNs kernel_ns = 0, cpu_ns = 0;
+};
+
+/// The fused kernels of one step on one stream (0 ns until time_fused_kernels gives them factor x
+/// the time of the kernels they replace).
+struct FusedKernels {
+  std::vector<TaskId> kernels;
+  TimeNs replaced_ns = 0;
+};
+
+/// What fuse_steps leaves for time_fused_kernels.
+struct FusePlan {
+  std::vector<FusedKernels> fused;
+  Tally tally;
+  std::size_t steps_traced = 0;
+  Settings settings;
 };
 
 /// The work of one optimizer step that the fused optimizer replaces: its CPU tasks on its thread
@@ -62,10 +79,6 @@ Step collect_step(const Graph& graph, const std::vector<TaskId>& tasks) {
   return step;
 }
 
-// What replaces the step: on each stream its kernels ran on, `kernels` fused kernels lasting
-// together factor x their summed time (at the calibrated stream gap, taking over their other
-// edges); on its thread, per fused kernel one framework call (the step's median removed CPU
-// segment: one ATen dispatch) and one launch call, back to back. Kernel i is launched by call i.
 /// Part j of `total` ns split into `parts` whole-ns parts that add up to it: floor(total x k /
 /// parts) - floor(total x (k-1) / parts), computed as q k + r k / parts so that no product
 /// passes int64 (total x parts may).
@@ -75,17 +88,18 @@ TimeNs part(TimeNs total, std::int64_t j, std::int64_t parts) {
   return upto(j + 1) - upto(j);
 }
 
+// What replaces the step: on each stream its kernels ran on, `kernels` fused kernels (timed by
+// time_fused_kernels; at the calibrated stream gap, taking over their other edges); on its
+// thread, per fused kernel one framework call (the step's median removed CPU segment: one ATen
+// dispatch) and one launch call, back to back. Kernel i is launched by call i.
 std::vector<Replacement> fused_work(Graph& graph, const Step& step, const Settings& s, Tally& tally) {
   const TimeNs framework_ns = TaskSet(graph, step.cpu).filter(TaskFilter().kind(TaskKind::cpu)).median_duration_ns();
   const Task& first = graph.task(step.cpu.front());
   std::vector<Replacement> work{{first.unit, {}, 0, false}};
   for (const auto& [stream, kernels] : step.kernels) {
-    const TimeNs total = TaskSet(graph, kernels).total_duration_ns();
-    const TimeNs fused_ns = std::llround(static_cast<double>(total) * s.factor);
     Replacement fused{stream, {}, graph.calibration().gpu_gap_ns, true};
-    for (std::int64_t j = 0; j < s.kernels; ++j) {  // parts that add up to fused_ns
-      fused.tasks.push_back(NewTask::of("fused_optimizer_kernel (multi_tensor_apply)", TaskKind::kernel,
-                                        part(fused_ns, j, s.kernels),
+    for (std::int64_t j = 0; j < s.kernels; ++j) {
+      fused.tasks.push_back(NewTask::of("fused_optimizer_kernel (multi_tensor_apply)", TaskKind::kernel, 0,
                                         graph.task(kernels.front()).iteration, Phase::update));
       if (framework_ns > 0)
         work[0].tasks.push_back(NewTask::of("fused optimizer step", TaskKind::cpu, framework_ns, first.iteration, Phase::update));
@@ -95,31 +109,38 @@ std::vector<Replacement> fused_work(Graph& graph, const Step& step, const Settin
     tally.fused += fused.tasks.size();
     work.push_back(std::move(fused));
     tally.kernels += kernels.size();
-    tally.kernel_ns += total;
-    tally.fused_ns += fused_ns;
   }
   return work;
 }
 
 // The step's CPU work and kernels replaced by the fused calls and kernels.
-void fuse_step(Graph& graph, const Step& step, const Settings& settings, Tally& tally) {
+void fuse_step(Graph& graph, const Step& step, FusePlan& plan) {
+  Tally& tally = plan.tally;
   std::vector<TaskId> block = step.cpu;
   for (const auto& [stream, kernels] : step.kernels) block.insert(block.end(), kernels.begin(), kernels.end());
   for (TaskId t : step.cpu) ++(graph.task(t).kind == TaskKind::cpu ? tally.cpu_segments : tally.calls);
   tally.cpu_ns += TaskSet(graph, step.cpu).total_duration_ns();
   tally.kept += step.kept;
   ++tally.steps;
-  const auto inserted = replace_block(graph, block, fused_work(graph, step, settings, tally));
+  const std::size_t first = plan.fused.size();  // replacement s > 0: the fused kernels of stream s - 1
+  for (const auto& [stream, kernels] : step.kernels) {
+    plan.fused.push_back({{}, TaskSet(graph, kernels).total_duration_ns()});
+    tally.kernel_ns += plan.fused.back().replaced_ns;
+  }
+  const auto inserted = replace_block(graph, block, fused_work(graph, step, plan.settings, tally));
   std::vector<TaskId> launches;  // the launch calls, one per fused kernel, in order
   for (TaskId t : inserted[0])
     if (graph.task(t).kind == TaskKind::runtime) launches.push_back(t);
   auto launch = launches.begin();
-  for (std::size_t s = 1; s < inserted.size(); ++s)
+  for (std::size_t s = 1; s < inserted.size(); ++s) {
+    plan.fused[first + s - 1].kernels = inserted[s];
     for (TaskId kernel : inserted[s]) connect_launch(graph, *launch++, kernel);
+  }
 }
 
-ScenarioOutcome apply_fused_adam(Graph& graph, const ScenarioParams& params) {
-  const Settings s{params.number("factor"), params.integer("kernels"), median_launch_call_ns(graph)};
+FusePlan fuse_steps(Graph& graph, const ScenarioParams& params) {
+  FusePlan plan;
+  plan.settings = {params.integer("kernels"), median_launch_call_ns(graph)};
   const RangeTasks ranges(graph, params.text("step"));
   if (ranges.windows().empty())
     throw Error(fmt::format(
@@ -134,29 +155,47 @@ ScenarioOutcome apply_fused_adam(Graph& graph, const ScenarioParams& params) {
     throw Error(fmt::format("none of the trace's {} optimizer steps launched a kernel (an "
                             "optimizer on the CPU?): nothing to fuse",
                             ranges.windows().size()));
-  Tally t;
-  for (const Step& step : steps) fuse_step(graph, step, s, t);
+  plan.steps_traced = ranges.windows().size();
+  for (const Step& step : steps) fuse_step(graph, step, plan);
+  return plan;
+}
+
+// Each stream's fused kernels of a step last together factor x the summed time of the kernels
+// they replace, in whole-ns parts that add up to it.
+ScenarioOutcome time_fused_kernels(Graph& graph, const ScenarioParams& params, const std::any& any_plan) {
+  const auto& plan = std::any_cast<const FusePlan&>(any_plan);
+  const double factor = params.number("factor");
+  TimeNs fused_total_ns = 0;
+  for (const FusedKernels& f : plan.fused) {
+    const TimeNs fused_ns = std::llround(static_cast<double>(f.replaced_ns) * factor);
+    const auto parts = static_cast<std::int64_t>(f.kernels.size());
+    for (std::int64_t j = 0; j < parts; ++j) graph.set_duration(f.kernels[std::size_t(j)], part(fused_ns, j, parts));
+    fused_total_ns += fused_ns;
+  }
+  const Tally& t = plan.tally;
   return {nullptr,
           {fmt::format("{} of {} optimizer steps fused: removed {} kernels/memsets ({:.3f} ms GPU), {} CUDA calls and "
                        "{} CPU segments ({:.3f} ms CPU); inserted {} fused kernels ({} per step and stream, factor "
                        "{:g}: {:.3f} ms GPU) with their launch calls ({:.1f} us each); kept {} blocking or copy calls",
-                       t.steps, ranges.windows().size(), t.kernels, static_cast<double>(t.kernel_ns) / 1e6, t.calls,
-                       t.cpu_segments, static_cast<double>(t.cpu_ns) / 1e6, t.fused, s.kernels, s.factor,
-                       static_cast<double>(t.fused_ns) / 1e6, static_cast<double>(s.launch_ns) / 1e3, t.kept)}};
+                       t.steps, plan.steps_traced, t.kernels, static_cast<double>(t.kernel_ns) / 1e6, t.calls,
+                       t.cpu_segments, static_cast<double>(t.cpu_ns) / 1e6, t.fused, plan.settings.kernels, factor,
+                       static_cast<double>(fused_total_ns) / 1e6, static_cast<double>(plan.settings.launch_ns) / 1e3,
+                       t.kept)}};
 }
 
 }  // namespace
 
 Scenario fused_adam() {
-  return {"fused_adam",
-          "the optimizer step's per-parameter kernels and their CPU launches replaced by a few fused kernels",
-          {{"factor", ParamKind::number, 1,
-            "fused kernel time / summed time of the kernels it replaces (1 = the paper's estimate)", 0, 100, true},
-           {"kernels", ParamKind::integer, 1, "fused kernels (and launches) per optimizer step and stream", 1, 4096},
-           ScenarioParam::text("step", kStepPattern,
-                               "regular expression naming the CPU range of one optimizer step (NVTX or "
-                               "record_function ranges too)")},
-          apply_fused_adam};
+  return split_scenario(
+      "fused_adam", "the optimizer step's per-parameter kernels and their CPU launches replaced by a few fused kernels",
+      {{"factor", ParamKind::number, 1,
+        "fused kernel time / summed time of the kernels it replaces (1 = the paper's estimate)", 0, 100, true},
+       {"kernels", ParamKind::integer, 1, "fused kernels (and launches) per optimizer step and stream", 1, 4096},
+       ScenarioParam::text("step", kStepPattern,
+                           "regular expression naming the CPU range of one optimizer step (NVTX or "
+                           "record_function ranges too)")},
+      {{"factor"}, [](Graph& graph, const ScenarioParams& params) { return std::any(fuse_steps(graph, params)); },
+       time_fused_kernels});
 }
 
 }  // namespace daydream::scenarios

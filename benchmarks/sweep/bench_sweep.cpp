@@ -5,9 +5,10 @@
 //   daydream_bench_sweep TRACE [SCENARIOS=48] [THREADS=1,2] [RUNS=3]
 //   daydream_bench_sweep --phases TRACE [SCENARIOS=48] [RUNS=3] [ONLY]
 //
-// --phases times one thread's scenarios phase by phase instead (assign the base graph over the
-// last what-if, apply, simulate, compare), per scenario of the mix: one JSON line per scenario
-// name with the best of RUNS of each phase's mean, in ms. ONLY keeps the mix's scenarios of that
+// --phases times one thread's scenarios phase by phase instead (Predictor::apply: the copy of the
+// base graph, or of a restructured graph the Predictor kept, and the scenario; simulate; compare),
+// per scenario of the mix: one JSON line per scenario name with the best of RUNS of each phase's
+// mean, in ms. ONLY keeps the mix's scenarios of that
 // name (for a profiler).
 //
 // The scenario mix is the one issue 19 measures: it cycles through cheap and structural
@@ -60,7 +61,7 @@ std::vector<unsigned> parse_threads(const std::string& list) {
 struct PhaseTimes {
   std::string name;
   std::size_t scenarios = 0;
-  std::array<double, 4> best_ms{1e300, 1e300, 1e300, 1e300};  // copy, apply, simulate, compare
+  std::array<double, 3> best_ms{1e300, 1e300, 1e300};  // copy and apply, simulate, compare
 };
 
 int run_phases(const daydream::Predictor& predictor, const std::vector<daydream::ScenarioSpec>& specs, int runs) {
@@ -70,32 +71,30 @@ int run_phases(const daydream::Predictor& predictor, const std::vector<daydream:
   Graph changed;
   SimulationResult result;
   for (int r = 0; r < runs; ++r) {
-    std::vector<std::array<double, 4>> sums(by_name.size());
+    std::vector<std::array<double, 3>> sums(by_name.size());
     for (const ScenarioSpec& spec : specs) {
       auto it = std::find_if(by_name.begin(), by_name.end(), [&](const PhaseTimes& p) { return p.name == spec.name; });
       if (it == by_name.end()) by_name.push_back({spec.name}), sums.emplace_back(), it = by_name.end() - 1;
       auto& sum = sums[std::size_t(it - by_name.begin())];
       if (r == 0) ++it->scenarios;
       auto start = Clock::now();
-      changed = predictor.base();
+      const ScenarioOutcome outcome = predictor.apply(spec, changed);  // copy and apply
       sum[0] += bench::seconds_since(start), start = Clock::now();
-      const ScenarioOutcome outcome = predictor.scenarios().apply(changed, spec);
-      sum[1] += bench::seconds_since(start), start = Clock::now();
       if (outcome.policy) simulate_into(result, changed, *outcome.policy);
       else simulate_into(result, changed);
-      sum[2] += bench::seconds_since(start), start = Clock::now();
+      sum[1] += bench::seconds_since(start), start = Clock::now();
       const Prediction p = predictor.compare(spec.text(), changed, result);
-      sum[3] += bench::seconds_since(start);
+      sum[2] += bench::seconds_since(start);
     }
     for (std::size_t i = 0; i < by_name.size(); ++i)
-      for (std::size_t k = 0; k < 4; ++k)
+      for (std::size_t k = 0; k < 3; ++k)
         by_name[i].best_ms[k] = std::min(by_name[i].best_ms[k], 1e3 * sums[i][k] / double(by_name[i].scenarios));
   }
   for (const PhaseTimes& p : by_name)
-    std::printf("{\"bench\": \"sweep_phases\", \"scenario\": \"%s\", \"scenarios\": %zu, \"copy_ms\": %.3f, "
-                "\"apply_ms\": %.3f, \"simulate_ms\": %.3f, \"compare_ms\": %.3f, \"total_ms\": %.3f}\n",
-                p.name.c_str(), p.scenarios, p.best_ms[0], p.best_ms[1], p.best_ms[2], p.best_ms[3],
-                p.best_ms[0] + p.best_ms[1] + p.best_ms[2] + p.best_ms[3]);
+    std::printf("{\"bench\": \"sweep_phases\", \"scenario\": \"%s\", \"scenarios\": %zu, \"apply_ms\": %.3f, "
+                "\"simulate_ms\": %.3f, \"compare_ms\": %.3f, \"total_ms\": %.3f}\n",
+                p.name.c_str(), p.scenarios, p.best_ms[0], p.best_ms[1], p.best_ms[2],
+                p.best_ms[0] + p.best_ms[1] + p.best_ms[2]);
   return 0;
 }
 

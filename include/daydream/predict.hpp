@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@
 #include "daydream/simulate.hpp"
 
 namespace daydream {
+
+class RestructuredGraphs;  // predict/restructured_graphs.hpp
 
 /// What the time on a critical path was spent on ("what is the bottleneck?").
 enum class PathCategory : std::uint8_t {
@@ -101,6 +104,10 @@ class Predictor {
   /// Median baseline iteration time (the whole run when the trace marks no iterations).
   TimeNs baseline_median_ns() const;
 
+  /// Sets `changed` to the base graph with the scenario applied; what predict() simulates. A
+  /// split scenario (ScenarioSplit) copies a restructured graph kept from earlier specs where
+  /// one has the spec's restructure_key. Throws Error for a bad spec.
+  ScenarioOutcome apply(const ScenarioSpec& spec, Graph& changed) const;
   /// Applies the scenario to a copy and simulates it. Throws Error for a bad spec.
   Prediction predict(const ScenarioSpec& spec) const;
   /// The same, also returning the changed graph and its simulation (for timelines).
@@ -112,6 +119,9 @@ class Predictor {
  private:
   Graph base_;
   ScenarioRegistry registry_;
+  /// Graphs split scenarios restructured, for later specs (predict/restructured_graphs.hpp);
+  /// shared by copies of this Predictor, whose base is the same.
+  std::shared_ptr<RestructuredGraphs> restructured_;
   SimulationResult baseline_;
   /// Per (job) iteration: baseline time; for a job graph the slowest rank's (job_iteration_groups).
   std::vector<TimeNs> baseline_iterations_;

@@ -13,6 +13,7 @@
 ///   auto result = daydream::simulate(amp, applied.policy ? *applied.policy : daydream::TraceOrderPolicy{});
 /// @endcode
 
+#include <any>
 #include <functional>
 #include <limits>
 #include <map>
@@ -124,6 +125,23 @@ struct ScenarioOutcome {
   std::vector<std::string> notes;
 };
 
+/// A scenario's apply in two parts, for sweeps over parameters that only set durations
+/// (amp's fixed factors, cuda_graphs' launch time): `restructure` makes every change that does not
+/// depend on the `retimed` parameters (selections, inserted and removed tasks, edges) and returns
+/// what `retime` needs (the tasks it times); `retime` sets durations on a graph `restructure`
+/// changed, from all the parameters, and returns the outcome. Neither may read the values of the
+/// other's parameters: restructure never reads a retimed one, retime never changes the structure.
+///
+/// A Predictor keeps the graphs `restructure` made (predict.hpp), so that a spec differing from
+/// an earlier one only in retimed values costs a copy and a retime instead of a restructure.
+/// Make the Scenario with split_scenario(), whose apply is restructure then retime: the results
+/// of either path are the same, to the ns.
+struct ScenarioSplit {
+  std::vector<std::string> retimed;  ///< names of parameters that only set durations
+  std::function<std::any(Graph& graph, const ScenarioParams& params)> restructure;
+  std::function<ScenarioOutcome(Graph& graph, const ScenarioParams& params, const std::any& plan)> retime;
+};
+
 /// A scenario: its name, what it models, its parameters and the script that applies it.
 struct Scenario {
   std::string name;
@@ -131,7 +149,18 @@ struct Scenario {
   std::vector<ScenarioParam> params;
   /// Changes `graph` in place. Throws Error when the graph lacks what the scenario needs.
   std::function<ScenarioOutcome(Graph& graph, const ScenarioParams& params)> apply;
+  /// Null, or apply in two parts (ScenarioSplit); set by split_scenario().
+  std::shared_ptr<const ScenarioSplit> split = nullptr;
 };
+
+/// A scenario whose apply is `split.restructure` then `split.retime`. Throws Error when a retimed
+/// name is not one of `params` or a part is missing.
+Scenario split_scenario(std::string name, std::string summary, std::vector<ScenarioParam> params, ScenarioSplit split);
+
+/// What two specs of one split scenario share when they restructure a graph the same way: every
+/// parameter's value but the retimed ones', and whether each parameter was given. Equal keys:
+/// one restructured graph serves both.
+std::string restructure_key(const Scenario& scenario, const ScenarioParams& params);
 
 /// A set of scenarios by name: a value, so that each Predictor, CLI run or test holds the set it
 /// uses and nothing is shared behind its back. builtin_scenarios() is the library's own.

@@ -1,4 +1,6 @@
 // Predictor: a base graph, its baseline simulation, and predictions of scenarios against it.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 
@@ -9,6 +11,7 @@
 #include "graph/graph_access.hpp"
 #include "graph/graph_storage.hpp"
 #include "predict/report_columns.hpp"
+#include "predict/restructured_graphs.hpp"
 #include "report/iteration_rule_json.hpp"
 #include "report/json_writer.hpp"
 
@@ -103,7 +106,10 @@ Graph ready_for_edits(Graph base) {
 }  // namespace
 
 Predictor::Predictor(Graph base, ScenarioRegistry registry)
-    : base_(ready_for_edits(std::move(base))), registry_(std::move(registry)), baseline_(simulate(base_)) {
+    : base_(ready_for_edits(std::move(base))),
+      registry_(std::move(registry)),
+      restructured_(std::make_shared<RestructuredGraphs>()),
+      baseline_(simulate(base_)) {
   baseline_iterations_ = job_times(base_, iteration_durations(base_, simulated_iteration_spans(base_, baseline_)));
   baseline_run_ns_ = run_span_ns(base_, baseline_);
   for (const auto& group : job_iteration_groups(base_)) {
@@ -121,9 +127,22 @@ Prediction Predictor::predict(const ScenarioSpec& spec) const {
   return predict(spec, changed, result);
 }
 
+ScenarioOutcome Predictor::apply(const ScenarioSpec& spec, Graph& changed) const {
+  const Scenario& scenario = registry_.find(spec.name);
+  if (!scenario.split) {
+    changed = base_;
+    return registry_.apply(changed, spec);
+  }
+  const ScenarioParams params = resolve_params(scenario, spec);
+  try {
+    return restructured_->apply(base_, scenario, params, changed);
+  } catch (const Error& e) {
+    throw Error(fmt::format("scenario '{}': {}", scenario.name, e.what()));  // as ScenarioRegistry::apply says it
+  }
+}
+
 Prediction Predictor::predict(const ScenarioSpec& spec, Graph& changed, SimulationResult& result) const {
-  changed = base_;
-  ScenarioOutcome outcome = registry_.apply(changed, spec);
+  ScenarioOutcome outcome = apply(spec, changed);
   if (outcome.policy) simulate_into(result, changed, *outcome.policy);
   else simulate_into(result, changed);
   Prediction p = compare(spec.text(), changed, result);

@@ -249,6 +249,33 @@ ScenarioParams resolve_params(const Scenario& scenario, const ScenarioSpec& spec
   return params;
 }
 
+Scenario split_scenario(std::string name, std::string summary, std::vector<ScenarioParam> params, ScenarioSplit split) {
+  if (!split.restructure || !split.retime)
+    throw Error(fmt::format("scenario '{}': a split needs both restructure and retime", name));
+  for (const std::string& retimed : split.retimed)
+    if (std::none_of(params.begin(), params.end(), [&](const ScenarioParam& p) { return p.name == retimed; }))
+      throw Error(fmt::format("scenario '{}': retimed parameter '{}' is not one of its parameters", name, retimed));
+  auto parts = std::make_shared<const ScenarioSplit>(std::move(split));
+  auto apply = [parts](Graph& graph, const ScenarioParams& values) {
+    const std::any plan = parts->restructure(graph, values);
+    return parts->retime(graph, values, plan);
+  };
+  return {std::move(name), std::move(summary), std::move(params), std::move(apply), std::move(parts)};
+}
+
+std::string restructure_key(const Scenario& scenario, const ScenarioParams& params) {
+  const std::vector<std::string> none;
+  const auto& retimed = scenario.split ? scenario.split->retimed : none;
+  std::string key = scenario.name;
+  for (const ScenarioParam& p : scenario.params) {
+    key += fmt::format("\n{}{}", p.name, params.given(p.name) ? "!" : "");  // given or defaulted
+    if (std::find(retimed.begin(), retimed.end(), p.name) != retimed.end()) continue;
+    if (p.kind == ParamKind::text) key += fmt::format("={}:{}", params.text(p.name).size(), params.text(p.name));
+    else key += fmt::format("={:a}", params.number(p.name));  // every bit of the value
+  }
+  return key;
+}
+
 ScenarioOutcome apply_scenario(Graph& graph, const ScenarioSpec& spec, const ScenarioRegistry& registry) {
   return registry.apply(graph, spec);
 }

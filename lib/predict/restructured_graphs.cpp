@@ -1,0 +1,83 @@
+// Restructured graphs of split scenarios, kept for a Predictor's later specs (restructured_graphs.hpp).
+#include "predict/restructured_graphs.hpp"
+
+#include <algorithm>
+
+#include "daydream/error.hpp"
+#include "graph/graph_access.hpp"
+#include "predict/report_columns.hpp"
+
+namespace daydream {
+namespace {
+
+/// What the copies of a kept graph would each compute on first use (as for a Predictor's base),
+/// computed once: false when the graph has a cycle (it is then not kept; its simulation reports
+/// the cycle).
+bool prepare(Graph& graph) {
+  report_columns(graph);
+  try {
+    GraphAccess::prepare_for_copies(graph);  // columns, recorded order, ranks
+    GraphAccess::edge_table(graph);
+  } catch (const Error&) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<const RestructuredGraphs::Entry> RestructuredGraphs::find(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  const auto it = std::find_if(kept_.begin(), kept_.end(), [&](const auto& entry) { return entry->key == key; });
+  if (it == kept_.end()) return nullptr;
+  std::rotate(kept_.begin(), it, it + 1);  // most recently used first
+  return kept_.front();
+}
+
+bool RestructuredGraphs::met_before(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  const auto it = std::find(recent_keys_.begin(), recent_keys_.end(), key);
+  if (it != recent_keys_.end()) return recent_keys_.erase(it), true;
+  if (recent_keys_.size() == kRecentKeys) recent_keys_.erase(recent_keys_.begin());
+  recent_keys_.push_back(key);
+  return false;
+}
+
+void RestructuredGraphs::keep(std::shared_ptr<const Entry> entry) {
+  std::lock_guard lock(mutex_);
+  if (std::any_of(kept_.begin(), kept_.end(), [&](const auto& e) { return e->key == entry->key; })) return;
+  kept_.insert(kept_.begin(), std::move(entry));
+  std::size_t bytes = 0, count = 0;
+  for (const auto& e : kept_) {
+    if (count == kMaxEntries || bytes + e->bytes > kMaxBytes) break;
+    bytes += e->bytes, ++count;
+  }
+  kept_.resize(count);  // the least recently used go
+}
+
+ScenarioOutcome RestructuredGraphs::apply(const Graph& base, const Scenario& scenario, const ScenarioParams& params,
+                                          Graph& changed) {
+  const ScenarioSplit& split = *scenario.split;
+  const std::string key = restructure_key(scenario, params);
+  if (auto entry = find(key)) {
+    changed = entry->graph;
+    return split.retime(changed, params, entry->plan);
+  }
+  const std::size_t bytes = base.num_tasks() * kBytesPerTask;
+  if (bytes <= kMaxBytes && met_before(key)) {
+    auto entry = std::make_shared<Entry>(Entry{key, base, {}, bytes});
+    entry->plan = split.restructure(entry->graph, params);
+    if (!prepare(entry->graph)) {  // a cycle: not kept, simulated as it is
+      changed = std::move(entry->graph);
+      return split.retime(changed, params, entry->plan);
+    }
+    keep(entry);
+    changed = entry->graph;
+    return split.retime(changed, params, entry->plan);
+  }
+  changed = base;
+  const std::any plan = split.restructure(changed, params);
+  return split.retime(changed, params, plan);
+}
+
+}  // namespace daydream

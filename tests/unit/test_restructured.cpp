@@ -1,0 +1,140 @@
+// Split scenarios (ScenarioSplit) and the restructured graphs a Predictor keeps for them: a spec
+// that differs from earlier ones only in retimed values copies a kept graph and retimes it, and
+// must predict exactly what restructuring a copy of the base graph again predicts.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <random>
+
+#include "daydream/error.hpp"
+#include "daydream/ingest.hpp"
+#include "daydream/predict.hpp"
+#include "daydream/scenario.hpp"
+#include "daydream/transform.hpp"
+#include "shared_traces.hpp"
+#include "unit/graph_helpers.hpp"
+
+using namespace daydream;
+
+namespace {
+
+/// Counts the restructures of the probe (one counter per registry made by probe_registry).
+struct Calls {
+  int restructures = 0;
+};
+
+/// test_split: `count` tasks inserted after task 0 on its unit (restructure), each `factor` x
+/// 1000 ns long (retime). `label` only goes into the key.
+ScenarioRegistry probe_registry(const std::shared_ptr<Calls>& calls) {
+  ScenarioSplit split;
+  split.retimed = {"factor"};
+  split.restructure = [calls](Graph& graph, const ScenarioParams& params) {
+    ++calls->restructures;
+    if (params.integer("count") == 0) throw Error("count 0: nothing to insert");
+    std::vector<TaskId> inserted;
+    for (std::int64_t i = 0; i < params.integer("count"); ++i) {
+      NewTask task = NewTask::of("inserted", TaskKind::cpu, 0, -1, Phase::unknown);
+      task.unit = graph.task(0).unit;
+      task.after = {inserted.empty() ? TaskId{0} : inserted.back()};
+      inserted.push_back(graph.insert(task));
+    }
+    return std::any(inserted);
+  };
+  split.retime = [](Graph& graph, const ScenarioParams& params, const std::any& plan) {
+    const auto ns = static_cast<TimeNs>(1000 * params.number("factor"));
+    for (TaskId t : std::any_cast<const std::vector<TaskId>&>(plan)) graph.set_duration(t, ns);
+    return ScenarioOutcome{nullptr, {fmt::format("{} ns each", ns)}};
+  };
+  ScenarioRegistry registry;
+  registry.add(split_scenario("test_split", "inserts and times tasks",
+                              {{"factor", ParamKind::number, 1, "x", 0, 100},
+                               {"count", ParamKind::integer, 2, "n", 0, 64},
+                               ScenarioParam::text("label", "", "key only")},
+                              std::move(split)));
+  return registry;
+}
+
+/// A prediction from `predictor` equals one from a Predictor that has seen no other spec (which
+/// restructures a copy of the base): the report and every task's schedule.
+void check_same_as_fresh(const Predictor& predictor, const Graph& base, const ScenarioRegistry& registry,
+                         const std::string& spec_text) {
+  INFO(spec_text);
+  const ScenarioSpec spec = parse_scenario_spec(spec_text);
+  Graph changed, fresh_changed;
+  SimulationResult result, fresh_result;
+  const Prediction p = predictor.predict(spec, changed, result);
+  const Prediction fresh = Predictor(base, registry).predict(spec, fresh_changed, fresh_result);
+  CHECK(to_json(p, "t") == to_json(fresh, "t"));
+  CHECK(changed.fingerprint() == fresh_changed.fingerprint());
+  test::check_same_schedule(result, fresh_result);
+}
+
+}  // namespace
+
+TEST_CASE("a split scenario's key: every value but the retimed ones', and what was given", "[scenario][split]") {
+  const ScenarioRegistry registry = probe_registry(std::make_shared<Calls>());
+  const Scenario& s = registry.find("test_split");
+  const auto key = [&](const std::string& spec) { return restructure_key(s, resolve_params(s, parse_scenario_spec(spec))); };
+  CHECK(key("test_split:factor=1") == key("test_split:factor=2.5"));
+  CHECK(key("test_split:factor=1") != key("test_split"));  // given or not: a scenario may choose by it
+  CHECK(key("test_split:count=2") != key("test_split:count=3"));
+  CHECK(key("test_split:count=2") != key("test_split"));
+  CHECK(key("test_split:label=a") != key("test_split:label=b"));
+  CHECK(key("test_split:label=a,count=2") != key("test_split:label=a\n,count=2"));
+}
+
+TEST_CASE("split_scenario refuses a retimed name it does not have and a missing part", "[scenario][split]") {
+  ScenarioSplit split{{"speed"}, [](Graph&, const ScenarioParams&) { return std::any(); },
+                      [](Graph&, const ScenarioParams&, const std::any&) { return ScenarioOutcome{}; }};
+  CHECK_THROWS_WITH(split_scenario("s", "", {{"factor", ParamKind::number, 1, "x"}}, split),
+                    "scenario 's': retimed parameter 'speed' is not one of its parameters");
+  split.retimed = {"factor"};
+  split.retime = nullptr;
+  CHECK_THROWS_WITH(split_scenario("s", "", {{"factor", ParamKind::number, 1, "x"}}, split),
+                    "scenario 's': a split needs both restructure and retime");
+}
+
+TEST_CASE("a Predictor restructures a key twice, then copies the kept graph and retimes it", "[predict][split]") {
+  std::mt19937 rng(5);
+  const Graph base = test::random_chained_graph(rng, 4, 80);
+  auto calls = std::make_shared<Calls>();
+  const ScenarioRegistry registry = probe_registry(calls);
+  const Predictor predictor(base, registry);
+  for (const char* spec : {"test_split:factor=1", "test_split:factor=2", "test_split:factor=3", "test_split:factor=4"})
+    (void)predictor.predict(parse_scenario_spec(spec));
+  CHECK(calls->restructures == 2);  // once met, once kept: the third and fourth copy the kept graph
+  (void)predictor.predict(parse_scenario_spec("test_split:factor=5,count=3"));  // another structure
+  CHECK(calls->restructures == 3);
+  (void)predictor.predict(parse_scenario_spec("test_split:factor=6"));
+  CHECK(calls->restructures == 3);
+
+  // Every spec, kept graph or not, many keys (more than are kept), equals a fresh restructure.
+  for (int round = 0; round < 3; ++round)
+    for (const char* spec : {"test_split:factor=0.5", "test_split:factor=7,count=1", "test_split:factor=2,count=1",
+                             "test_split:count=5,factor=3", "test_split:label=x,factor=9", "test_split:count=7",
+                             "test_split:count=6,factor=0", "test_split:factor=8"})
+      check_same_as_fresh(predictor, base, registry, spec);
+}
+
+TEST_CASE("a split scenario's error through a Predictor names the scenario", "[predict][split]") {
+  std::mt19937 rng(6);
+  const ScenarioRegistry registry = probe_registry(std::make_shared<Calls>());
+  const Predictor predictor(test::random_chained_graph(rng, 2, 20), registry);
+  for (int i = 0; i < 3; ++i)  // met once, kept, again
+    CHECK_THROWS_WITH(predictor.predict(parse_scenario_spec("test_split:count=0")),
+                      "scenario 'test_split': count 0: nothing to insert");
+}
+
+TEST_CASE("amp, cuda_graphs and fused_adam predict from kept restructured graphs as from the base",
+          "[predict][split][real]") {
+  SKIP_WITHOUT_SHARED_TRACES();
+  const auto files = test::traces_at("resnet50-v100-dataloader/workers0");
+  REQUIRE(files.size() == 1);
+  const Graph base = build_graph(load_trace(files[0].string()));
+  const Predictor predictor(base);
+  for (const char* spec : {"amp:tensor_core=2,other=1.5", "amp:tensor_core=3,other=2", "amp:tensor_core=4",
+                           "cuda_graphs:launch=5us", "cuda_graphs:launch=20us", "cuda_graphs:launch=1us",
+                           "fused_adam:factor=0.5", "fused_adam:factor=0.8,kernels=3", "fused_adam:factor=1.5,kernels=3",
+                           "fused_adam:factor=2", "amp:tensor_core=5,other=3", "cuda_graphs:launch=7us"})
+    check_same_as_fresh(predictor, base, builtin_scenarios(), spec);
+}
