@@ -14,10 +14,16 @@
 // and gradient_as_bucket_view=1 remove DDP's per-forward buffer broadcasts and its end-of-backward
 // copies into .grad (ddp_traced.cpp). A one-GPU DDP run records its buckets (record_param_comms)
 // without launching any: those buckets are inserted where they were recorded.
+// A split scenario (ScenarioSplit): restructure_ddp finds the passes and buckets and inserts or
+// merges all-reduces, time_ddp costs them for the link (intra, inter, bandwidth, latency), so a
+// sweep over the network buckets once.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <any>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "builtin.hpp"
 #include "common/text.hpp"
@@ -29,18 +35,18 @@ namespace daydream::scenarios {
 namespace {
 
 /// One all-reduce per bucket on the channel: after its ready task and the previous bucket, before
-/// the pass's barrier.
-std::size_t insert_allreduces(Graph& graph, UnitId channel, const BackwardPass& pass,
-                              const std::vector<ReadyBucket>& buckets, const RingCost& cost) {
+/// the pass's barrier. Inserted at 0 ns; time_ddp costs each for its bytes (appended to `timed`).
+void insert_allreduces(Graph& graph, UnitId channel, const BackwardPass& pass, const std::vector<ReadyBucket>& buckets,
+                       std::vector<std::pair<TaskId, std::int64_t>>& timed) {
   TaskId previous = kNoTask;
   for (const ReadyBucket& b : buckets) {
     NewTask task = backward_comm_task(fmt::format("ddp all_reduce ({})", text::megabytes(static_cast<double>(b.bytes))),
-                                      channel, cost.allreduce_ns(b.bytes), b.ready);
+                                      channel, 0, b.ready);
     if (previous != kNoTask) task.after.push_back(previous);
     if (pass.barrier != kNoTask) task.before = {pass.barrier};
     previous = graph.insert(task);
+    timed.emplace_back(previous, b.bytes);
   }
-  return buckets.size();
 }
 
 /// The trace's own buckets serve unless the user asked for other sizes or bucket caps.
@@ -59,39 +65,64 @@ std::string barrier_note(const std::vector<BackwardPass>& passes) {
       count([](const BackwardPass& p) { return p.barrier == kNoTask; }));
 }
 
-ScenarioOutcome apply(Graph& graph, const ScenarioParams& params) {
-  ScenarioOutcome out;
-  const TraceCollectives collectives = read_trace_collectives(graph);
+/// What restructure_ddp leaves for time_ddp: the all-reduces to cost and the notes around the
+/// cost's (the fit and the link, which depend on the retimed parameters).
+struct DdpPlan {
+  TraceCollectives collectives;  // read before any change; the fit reads them
+  std::optional<TracedRunPlan> traced;
+  std::vector<std::string> notes_before, notes_after;
+  bool costed = false;  // all-reduces were inserted (a multi-GPU job from a run without them)
+  std::vector<std::pair<TaskId, std::int64_t>> inserted;  // each inserted all-reduce and its bytes
+};
+
+DdpPlan restructure_ddp(Graph& graph, const ScenarioParams& params) {
+  DdpPlan plan;
+  plan.collectives = read_trace_collectives(graph);
   record_world_size(graph, params);
-  if (!traced_allreduce_tasks(collectives).empty()) {
-    apply_to_traced_run(graph, collectives, params, out.notes);
-    return out;
+  if (!traced_allreduce_tasks(plan.collectives).empty()) {
+    plan.traced = restructure_traced_run(graph, plan.collectives, params);
+    return plan;
   }
   if (params.given("broadcast_buffers") || params.given("gradient_as_bucket_view"))
-    out.notes.push_back(
+    plan.notes_before.push_back(
         "broadcast_buffers and gradient_as_bucket_view apply to a trace of a DDP run only: the all-reduces "
         "inserted here model neither buffer broadcasts nor copies into .grad");
   if (ranks_of(params) == 1) {
-    out.notes.push_back("one GPU (machines = gpus = 1): nothing to all-reduce, the graph is unchanged");
-    return out;
+    plan.notes_before.push_back("one GPU (machines = gpus = 1): nothing to all-reduce, the graph is unchanged");
+    return plan;
   }
-  const RingCost cost = cluster_cost(params, collectives, out.notes);
-  auto passes = backward_passes(graph, collectives, false);
+  plan.costed = true;
+  auto passes = backward_passes(graph, plan.collectives, false);
   const UnitId channel = add_comm_channel(graph, "ddp all-reduce");
   const bool recorded = use_recorded_buckets(passes, params);
-  out.notes.push_back(recorded
-                          ? "buckets as the trace recorded them (record_param_comms all_reduce sizes and positions)"
-                          : assign_sizes(graph, passes, params));
+  plan.notes_after.push_back(recorded
+                                 ? "buckets as the trace recorded them (record_param_comms all_reduce sizes and positions)"
+                                 : assign_sizes(graph, passes, params));
   const LaunchIndex launches(graph);
   const auto first_cap = std::llround(params.number("first_bucket")), cap = std::llround(params.number("bucket"));
-  std::size_t inserted = 0;
   for (const auto& pass : passes) {
     const auto buckets =
-        recorded ? ready_recorded_buckets(pass, collectives, launches) : gradient_buckets(pass, first_cap, cap);
-    inserted += insert_allreduces(graph, channel, pass, buckets, cost);
+        recorded ? ready_recorded_buckets(pass, plan.collectives, launches) : gradient_buckets(pass, first_cap, cap);
+    insert_allreduces(graph, channel, pass, buckets, plan.inserted);
   }
-  out.notes.push_back(fmt::format("inserted {} bucket all-reduces over {} backward passes", inserted, passes.size()));
-  out.notes.push_back(barrier_note(passes));
+  plan.notes_after.push_back(
+      fmt::format("inserted {} bucket all-reduces over {} backward passes", plan.inserted.size(), passes.size()));
+  plan.notes_after.push_back(barrier_note(passes));
+  return plan;
+}
+
+ScenarioOutcome time_ddp(Graph& graph, const ScenarioParams& params, const std::any& any_plan) {
+  const auto& plan = std::any_cast<const DdpPlan&>(any_plan);
+  ScenarioOutcome out;
+  if (plan.traced) {
+    time_traced_run(graph, plan.collectives, params, *plan.traced, out.notes);
+    return out;
+  }
+  out.notes = plan.notes_before;
+  if (!plan.costed) return out;
+  const RingCost cost = cluster_cost(params, plan.collectives, out.notes);
+  for (const auto& [task, bytes] : plan.inserted) graph.set_duration(task, cost.allreduce_ns(bytes));
+  out.notes.insert(out.notes.end(), plan.notes_after.begin(), plan.notes_after.end());
   return out;
 }
 
@@ -112,10 +143,13 @@ std::vector<ScenarioParam> ddp_params() {
 }  // namespace
 
 Scenario ddp() {
-  return {"ddp",
-          "data-parallel training (PyTorch DDP): bucketed ring all-reduces overlap the backward pass, the step waits "
-          "for all",
-          ddp_params(), apply};
+  return split_scenario("ddp",
+                        "data-parallel training (PyTorch DDP): bucketed ring all-reduces overlap the backward pass, "
+                        "the step waits for all",
+                        ddp_params(),
+                        {{"intra", "inter", "bandwidth", "latency"},
+                         [](Graph& graph, const ScenarioParams& params) { return std::any(restructure_ddp(graph, params)); },
+                         time_ddp});
 }
 
 }  // namespace daydream::scenarios

@@ -51,12 +51,9 @@ std::string remove_buffer_broadcasts(Graph& graph, const LaunchIndex& launches) 
       broadcasts == 0 ? ": the trace broadcasts no buffers (a model without buffers, or broadcast_buffers=False)" : "");
 }
 
-/// The trace's all-reduce tasks take the model's time for their size; throws when none has one.
+/// The trace's all-reduce tasks take the model's time for their size (those merged away too: as
+/// when they were re-costed before the merge).
 std::string recost_traced(Graph& graph, const TracedAllreduceSizes& sizes, const RingCost& cost) {
-  if (sizes.bytes.empty())
-    throw Error(fmt::format("the trace's {} all-reduce tasks record no message size (record_param_comms 'In msg "
-                            "nelems' and dtype); give params or param_file to re-cost them for another cluster",
-                            sizes.unsized));
   for (const auto& [task, bytes] : sizes.bytes) graph.set_duration(task, cost.allreduce_ns(bytes));
   return fmt::format(
       "re-costed the trace's all-reduce tasks for n = {} GPUs: {} of recorded size, {} sized by spreading the given "
@@ -66,33 +63,30 @@ std::string recost_traced(Graph& graph, const TracedAllreduceSizes& sizes, const
 
 /// New bucket caps: each pass's consecutive all-reduces merge under DDP's rule (rebucket_traced_pass).
 /// A merged bucket is the task of its last member (launched once that member was ready, after the
-/// previous bucket on the NCCL stream) costed for the summed size; the other members go with their
-/// launch calls. A traced all-reduce left alone keeps its time.
-std::string rebucket_traced(Graph& graph, const std::vector<TracedPass>& passes,
-                            const std::map<TaskId, std::int64_t>& bytes, const RingCost& cost,
-                            const ScenarioParams& params) {
+/// previous bucket on the NCCL stream), costed for the summed size by time_traced_run; the other
+/// members go with their launch calls. A traced all-reduce left alone keeps its time.
+void rebucket_traced(Graph& graph, const std::vector<TracedPass>& passes, const ScenarioParams& params,
+                     TracedRunPlan& plan) {
   const auto first_cap = std::llround(params.number("first_bucket")), cap = std::llround(params.number("bucket"));
   std::vector<TaskId> merged_away;
   std::vector<std::size_t> before, after;
-  std::size_t merged = 0;
   for (const TracedPass& pass : passes) {
-    const auto buckets = rebucket_traced_pass(pass, bytes, first_cap, cap);
+    const auto buckets = rebucket_traced_pass(pass, plan.sizes.bytes, first_cap, cap);
     for (const Bucket& b : buckets) {
       if (b.last - b.first < 2) continue;
-      graph.set_duration(pass.allreduces[b.last - 1], cost.allreduce_ns(b.bytes));
+      plan.merged.emplace_back(pass.allreduces[b.last - 1], b.bytes);
       merged_away.insert(merged_away.end(), pass.allreduces.begin() + static_cast<std::ptrdiff_t>(b.first),
                          pass.allreduces.begin() + static_cast<std::ptrdiff_t>(b.last - 1));
-      ++merged;
     }
     before.push_back(pass.allreduces.size());
     after.push_back(buckets.size());
   }
   const std::size_t calls = remove_with_launches(graph, merged_away);
-  return fmt::format(
+  plan.rebucket_note = fmt::format(
       "re-bucketed the traced all-reduces of {} passes at bucket {} (first bucket {}): {} -> {} per pass; {} "
       "merged all-reduces costed by the ring model, {} merged-away all-reduce tasks and {} launch calls removed",
       passes.size(), text::megabytes(static_cast<double>(cap)), text::megabytes(static_cast<double>(first_cap)),
-      text::count_range(before), text::count_range(after), merged, merged_away.size(), calls);
+      text::count_range(before), text::count_range(after), plan.merged.size(), merged_away.size(), calls);
 }
 
 /// Machines, GPUs or a link given: the traced all-reduces are re-costed for that cluster.
@@ -104,22 +98,37 @@ bool cluster_given(const ScenarioParams& params) {
 
 }  // namespace
 
-void apply_to_traced_run(Graph& graph, const TraceCollectives& collectives, const ScenarioParams& params,
-                         std::vector<std::string>& notes) {
+TracedRunPlan restructure_traced_run(Graph& graph, const TraceCollectives& collectives, const ScenarioParams& params) {
+  TracedRunPlan plan;
   const LaunchIndex launches(graph);
   const auto passes = traced_passes(graph, collectives);
-  if (params.integer("gradient_as_bucket_view") == 1) notes.push_back(remove_copy_back(graph, passes, launches));
-  if (params.integer("broadcast_buffers") == 0) notes.push_back(remove_buffer_broadcasts(graph, launches));
-  const bool recost = cluster_given(params), rebucket = params.given("bucket") || params.given("first_bucket");
-  if (!recost && !rebucket) {
-    notes.push_back("the trace's all-reduces kept as measured (no machines, gpus or link given)");
-    return;
+  if (params.integer("gradient_as_bucket_view") == 1) plan.notes.push_back(remove_copy_back(graph, passes, launches));
+  if (params.integer("broadcast_buffers") == 0) plan.notes.push_back(remove_buffer_broadcasts(graph, launches));
+  plan.recost = cluster_given(params);
+  plan.rebucket = params.given("bucket") || params.given("first_bucket");
+  if (!plan.recost && !plan.rebucket) {
+    plan.notes.push_back("the trace's all-reduces kept as measured (no machines, gpus or link given)");
+    return plan;
   }
-  const auto sizes = traced_allreduce_sizes(graph, collectives, given_total_bytes(params));
-  const RingCost cost = recost ? cluster_cost(params, collectives, notes)
-                               : traced_cluster_cost(graph, collectives, sizes.bytes, params, notes);
-  if (recost) notes.push_back(recost_traced(graph, sizes, cost));
-  if (rebucket) notes.push_back(rebucket_traced(graph, passes, sizes.bytes, cost, params));
+  plan.sizes = traced_allreduce_sizes(graph, collectives, given_total_bytes(params));
+  if (plan.recost && plan.sizes.bytes.empty())
+    throw Error(fmt::format("the trace's {} all-reduce tasks record no message size (record_param_comms 'In msg "
+                            "nelems' and dtype); give params or param_file to re-cost them for another cluster",
+                            plan.sizes.unsized));
+  if (plan.rebucket) rebucket_traced(graph, passes, params, plan);
+  return plan;
+}
+
+void time_traced_run(Graph& graph, const TraceCollectives& collectives, const ScenarioParams& params,
+                     const TracedRunPlan& plan, std::vector<std::string>& notes) {
+  notes.insert(notes.end(), plan.notes.begin(), plan.notes.end());
+  if (!plan.recost && !plan.rebucket) return;
+  const RingCost cost = plan.recost ? cluster_cost(params, collectives, notes)
+                                    : traced_cluster_cost(graph, collectives, plan.sizes.bytes, params, notes);
+  if (plan.recost) notes.push_back(recost_traced(graph, plan.sizes, cost));
+  if (!plan.rebucket) return;
+  for (const auto& [task, bytes] : plan.merged) graph.set_duration(task, cost.allreduce_ns(bytes));
+  notes.push_back(plan.rebucket_note);
 }
 
 }  // namespace daydream::scenarios

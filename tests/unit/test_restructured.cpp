@@ -125,7 +125,7 @@ TEST_CASE("a split scenario's error through a Predictor names the scenario", "[p
                       "scenario 'test_split': count 0: nothing to insert");
 }
 
-TEST_CASE("amp, cuda_graphs and fused_adam predict from kept restructured graphs as from the base",
+TEST_CASE("amp, cuda_graphs, fused_adam and ddp predict from kept restructured graphs as from the base",
           "[predict][split][real]") {
   SKIP_WITHOUT_SHARED_TRACES();
   const auto files = test::traces_at("resnet50-v100-dataloader/workers0");
@@ -135,6 +135,18 @@ TEST_CASE("amp, cuda_graphs and fused_adam predict from kept restructured graphs
   for (const char* spec : {"amp:tensor_core=2,other=1.5", "amp:tensor_core=3,other=2", "amp:tensor_core=4",
                            "cuda_graphs:launch=5us", "cuda_graphs:launch=20us", "cuda_graphs:launch=1us",
                            "fused_adam:factor=0.5", "fused_adam:factor=0.8,kernels=3", "fused_adam:factor=1.5,kernels=3",
-                           "fused_adam:factor=2", "amp:tensor_core=5,other=3", "cuda_graphs:launch=7us"})
+                           "fused_adam:factor=2", "amp:tensor_core=5,other=3", "cuda_graphs:launch=7us",
+                           "ddp:machines=4,gpus=8,params=25.6e6,bandwidth=1Gbps",  // all-reduces inserted
+                           "ddp:machines=4,gpus=8,params=25.6e6,bandwidth=10Gbps",
+                           "ddp:machines=4,gpus=8,params=25.6e6,bandwidth=100Gbps"})
     check_same_as_fresh(predictor, base, builtin_scenarios(), spec);
+
+  const auto ddp_run = test::traces_at("ddp-resnet-v100-rank0");  // all-reduces traced: re-costed, re-bucketed
+  REQUIRE(ddp_run.size() == 1);
+  const Graph traced = build_graph(load_trace(ddp_run[0].string()));
+  const Predictor traced_predictor(traced);
+  for (const char* spec : {"ddp:machines=4,gpus=8,bandwidth=10Gbps", "ddp:machines=4,gpus=8,bandwidth=25Gbps",
+                           "ddp:machines=4,gpus=8,bandwidth=100Gbps", "ddp:bucket=50MiB,latency=5us",
+                           "ddp:bucket=50MiB,latency=50us", "ddp:bucket=50MiB,latency=500us"})
+    check_same_as_fresh(traced_predictor, traced, builtin_scenarios(), spec);
 }
