@@ -17,6 +17,10 @@ namespace daydream::scenarios {
 
 /// machines, gpus, intra, inter, bandwidth, latency, bucket, first_bucket, then model_size_params().
 std::vector<ScenarioParam> data_parallel_params();
+
+/// The parameters of data_parallel_params() that only cost the messages (the link): what ddp and
+/// p3 retime (ScenarioSplit); the machines, GPUs, buckets and slices are structure.
+inline std::vector<std::string> link_params() { return {"intra", "inter", "bandwidth", "latency"}; }
 /// params, bytes_per_param, param_file: the model's gradient bytes (given_total_bytes), for the
 /// all-reduces whose size the trace does not record (ddp, p3, faster_network's bandwidth).
 std::vector<ScenarioParam> model_size_params();

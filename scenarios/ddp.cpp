@@ -147,7 +147,7 @@ Scenario ddp() {
                         "data-parallel training (PyTorch DDP): bucketed ring all-reduces overlap the backward pass, "
                         "the step waits for all",
                         ddp_params(),
-                        {{"intra", "inter", "bandwidth", "latency"},
+                        {link_params(),
                          [](Graph& graph, const ScenarioParams& params) { return std::any(restructure_ddp(graph, params)); },
                          time_ddp});
 }

@@ -11,14 +11,20 @@
 // update stays in place and waits for its own slices only; where the step's GPU tasks do not
 // split evenly over the parameters, the step waits for all slices, as in ddp (p3_updates.cpp).
 // A trace's own all-reduces are removed and replaced by slices.
+// A split scenario (ScenarioSplit): restructure_p3 inserts and gates the slices and ranks them,
+// time_p3 costs them for the link (intra, inter, bandwidth, latency), so a sweep over the network
+// slices once.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <any>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "builtin.hpp"
 #include "common/text.hpp"
@@ -33,9 +39,9 @@ namespace {
 using SliceOrder = std::unordered_map<TaskId, double>;  // slice -> rank on the channel (lower first)
 
 /// Cuts every gradient of the pass into slices, each ready with its gradient, ranked earliest
-/// layer first.
-SlicesByParam insert_slices(Graph& graph, UnitId channel, const BackwardPass& pass, const RingCost& cost,
-                            std::int64_t slice, SliceOrder& order) {
+/// layer first. Inserted at 0 ns; time_p3 costs each for its bytes (appended to `timed`).
+SlicesByParam insert_slices(Graph& graph, UnitId channel, const BackwardPass& pass, std::int64_t slice,
+                            SliceOrder& order, std::vector<std::pair<TaskId, std::int64_t>>& timed) {
   const std::size_t params = pass.gradients.size();
   SlicesByParam slices(params);
   for (std::size_t j = 0; j < params; ++j) {
@@ -43,43 +49,65 @@ SlicesByParam insert_slices(Graph& graph, UnitId channel, const BackwardPass& pa
     for (std::int64_t offset = 0; offset < g.bytes; offset += slice) {
       const std::int64_t bytes = std::min(slice, g.bytes - offset);
       const TaskId id = graph.insert(backward_comm_task(
-          fmt::format("p3 slice of parameter {} ({})", j, text::megabytes(static_cast<double>(bytes))), channel,
-          cost.allreduce_ns(bytes), g.ready));
+          fmt::format("p3 slice of parameter {} ({})", j, text::megabytes(static_cast<double>(bytes))), channel, 0,
+          g.ready));
       order.emplace(id, static_cast<double>(order.size()));
       slices[j].push_back(id);
+      timed.emplace_back(id, bytes);
     }
   }
   return slices;
 }
 
-ScenarioOutcome apply(Graph& graph, const ScenarioParams& params) {
-  ScenarioOutcome out;
-  const TraceCollectives collectives = read_trace_collectives(graph);
+/// What restructure_p3 leaves for time_p3: the slices to cost, the schedule, and the notes
+/// around the cost's (the fit and the link, which depend on the retimed parameters).
+struct P3Plan {
+  TraceCollectives collectives;  // read before any change; the fit reads them
+  std::vector<std::string> notes_before, notes_after;
+  bool costed = false;  // slices were inserted (more than one GPU)
+  std::vector<std::pair<TaskId, std::int64_t>> slices;  // each slice and its bytes
+  std::shared_ptr<const SchedulePolicy> policy;
+};
+
+P3Plan restructure_p3(Graph& graph, const ScenarioParams& params) {
+  P3Plan plan;
+  plan.collectives = read_trace_collectives(graph);
   record_world_size(graph, params);
-  if (const auto traced = traced_allreduce_tasks(collectives); !traced.empty()) {
+  if (const auto traced = traced_allreduce_tasks(plan.collectives); !traced.empty()) {
     remove_with_launches(graph, traced);
-    out.notes.push_back(fmt::format("removed the trace's {} all-reduce tasks (replaced by slices)", traced.size()));
+    plan.notes_before.push_back(fmt::format("removed the trace's {} all-reduce tasks (replaced by slices)", traced.size()));
   }
   if (ranks_of(params) == 1) {
-    out.notes.push_back("one GPU (machines = gpus = 1): nothing to exchange");
-    return out;
+    plan.notes_before.push_back("one GPU (machines = gpus = 1): nothing to exchange");
+    return plan;
   }
-  const RingCost cost = cluster_cost(params, collectives, out.notes);
-  auto passes = backward_passes(graph, collectives, true);
-  out.notes.push_back(assign_sizes(graph, passes, params));
+  plan.costed = true;
+  auto passes = backward_passes(graph, plan.collectives, true);
+  plan.notes_after.push_back(assign_sizes(graph, passes, params));
   const UnitId channel = add_comm_channel(graph, "p3 slices");
   SliceOrder order;
   std::array<std::size_t, 3> counts{};  // by Gating
   for (std::size_t k = 0; k < passes.size(); ++k) {
-    const auto slices = insert_slices(graph, channel, passes[k], cost, std::llround(params.number("slice")), order);
+    const auto slices =
+        insert_slices(graph, channel, passes[k], std::llround(params.number("slice")), order, plan.slices);
     ++counts[gate_pass(graph, passes[k], k + 1 < passes.size() ? &passes[k + 1] : nullptr, slices)];
   }
-  out.notes.push_back(fmt::format("inserted {} slices of at most {}; updates moved before the next forward in {} "
-                                  "passes, gated in place in {}, behind the step's barrier in {}", order.size(),
-                                  text::megabytes(params.number("slice")), counts[kBeforeForward], counts[kInPlace],
-                                  counts[kBehindBarrier]));
-  out.policy = std::make_shared<PrecomputedPolicy>(
+  plan.notes_after.push_back(fmt::format("inserted {} slices of at most {}; updates moved before the next forward in {} "
+                                         "passes, gated in place in {}, behind the step's barrier in {}",
+                                         order.size(), text::megabytes(params.number("slice")),
+                                         counts[kBeforeForward], counts[kInPlace], counts[kBehindBarrier]));
+  plan.policy = std::make_shared<PrecomputedPolicy>(
       priorities_over_trace_order(graph, order, "p3 (slices by layer, else trace order)"));
+  return plan;
+}
+
+ScenarioOutcome time_p3(Graph& graph, const ScenarioParams& params, const std::any& any_plan) {
+  const auto& plan = std::any_cast<const P3Plan&>(any_plan);
+  ScenarioOutcome out{plan.policy, plan.notes_before};
+  if (!plan.costed) return out;
+  const RingCost cost = cluster_cost(params, plan.collectives, out.notes);
+  for (const auto& [slice, bytes] : plan.slices) graph.set_duration(slice, cost.allreduce_ns(bytes));
+  out.notes.insert(out.notes.end(), plan.notes_after.begin(), plan.notes_after.end());
   return out;
 }
 
@@ -97,10 +125,13 @@ std::vector<ScenarioParam> p3_params() {
 }  // namespace
 
 Scenario p3() {
-  return {"p3",
-          "priority-based parameter propagation: sliced gradients, earliest layer first; each update waits only for "
-          "its own slices and the next forward overlaps the rest",
-          p3_params(), apply};
+  return split_scenario("p3",
+                        "priority-based parameter propagation: sliced gradients, earliest layer first; each update "
+                        "waits only for its own slices and the next forward overlaps the rest",
+                        p3_params(),
+                        {link_params(),
+                         [](Graph& graph, const ScenarioParams& params) { return std::any(restructure_p3(graph, params)); },
+                         time_p3});
 }
 
 }  // namespace daydream::scenarios

@@ -125,7 +125,7 @@ TEST_CASE("a split scenario's error through a Predictor names the scenario", "[p
                       "scenario 'test_split': count 0: nothing to insert");
 }
 
-TEST_CASE("amp, cuda_graphs, fused_adam and ddp predict from kept restructured graphs as from the base",
+TEST_CASE("amp, cuda_graphs, fused_adam, ddp and p3 predict from kept restructured graphs as from the base",
           "[predict][split][real]") {
   SKIP_WITHOUT_SHARED_TRACES();
   const auto files = test::traces_at("resnet50-v100-dataloader/workers0");
@@ -147,6 +147,8 @@ TEST_CASE("amp, cuda_graphs, fused_adam and ddp predict from kept restructured g
   const Predictor traced_predictor(traced);
   for (const char* spec : {"ddp:machines=4,gpus=8,bandwidth=10Gbps", "ddp:machines=4,gpus=8,bandwidth=25Gbps",
                            "ddp:machines=4,gpus=8,bandwidth=100Gbps", "ddp:bucket=50MiB,latency=5us",
-                           "ddp:bucket=50MiB,latency=50us", "ddp:bucket=50MiB,latency=500us"})
+                           "ddp:bucket=50MiB,latency=50us", "ddp:bucket=50MiB,latency=500us",
+                           "p3:machines=4,gpus=8,bandwidth=10Gbps", "p3:machines=4,gpus=8,bandwidth=25Gbps",
+                           "p3:machines=4,gpus=8,bandwidth=100Gbps"})
     check_same_as_fresh(traced_predictor, traced, builtin_scenarios(), spec);
 }
