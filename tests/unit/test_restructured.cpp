@@ -152,3 +152,23 @@ TEST_CASE("amp, cuda_graphs, fused_adam, ddp and p3 predict from kept restructur
                            "p3:machines=4,gpus=8,bandwidth=100Gbps"})
     check_same_as_fresh(traced_predictor, traced, builtin_scenarios(), spec);
 }
+
+TEST_CASE("a sweep on many threads builds and shares kept graphs as one thread does", "[predict][split]") {
+  std::mt19937 rng(7);
+  const Graph base = test::random_chained_graph(rng, 6, 400);
+  const ScenarioRegistry registry = probe_registry(std::make_shared<Calls>());
+  std::vector<ScenarioSpec> specs;
+  for (int i = 0; i < 64; ++i)  // four keys, interleaved, each met 16 times
+    specs.push_back(parse_scenario_spec(fmt::format("test_split:count={},factor={}", 1 + i % 4, 0.25 * (i % 7))));
+  const auto one = sweep(Predictor(base, registry), specs, {1, {}});
+  const auto many = sweep(Predictor(base, registry), specs, {4, {}});
+  REQUIRE(one.size() == many.size());
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    INFO(specs[i].text());
+    REQUIRE(one[i].prediction);
+    REQUIRE(many[i].prediction);
+    CHECK(to_json(*one[i].prediction, "t") == to_json(*many[i].prediction, "t"));
+    const Prediction fresh = Predictor(base, registry).predict(specs[i]);
+    CHECK(to_json(fresh, "t") == to_json(*many[i].prediction, "t"));
+  }
+}
