@@ -192,8 +192,21 @@ void cap_range(ScenarioParam& p) {
 
 }  // namespace
 
+namespace {
+
+void check_split(const std::string& name, const std::vector<ScenarioParam>& params, const ScenarioSplit& split) {
+  if (!split.restructure || !split.retime)
+    throw Error(fmt::format("scenario '{}': a split needs both restructure and retime", name));
+  for (const std::string& retimed : split.retimed)
+    if (std::none_of(params.begin(), params.end(), [&](const ScenarioParam& p) { return p.name == retimed; }))
+      throw Error(fmt::format("scenario '{}': retimed parameter '{}' is not one of its parameters", name, retimed));
+}
+
+}  // namespace
+
 void ScenarioRegistry::add(Scenario scenario) {
   if (!scenario.apply) throw Error(fmt::format("scenario '{}' has no apply function", scenario.name));
+  if (scenario.split) check_split(scenario.name, scenario.params, *scenario.split);
   for (ScenarioParam& p : scenario.params) cap_range(p);
   const std::string name = scenario.name;
   scenarios_.insert_or_assign(name, std::move(scenario));
@@ -250,11 +263,7 @@ ScenarioParams resolve_params(const Scenario& scenario, const ScenarioSpec& spec
 }
 
 Scenario split_scenario(std::string name, std::string summary, std::vector<ScenarioParam> params, ScenarioSplit split) {
-  if (!split.restructure || !split.retime)
-    throw Error(fmt::format("scenario '{}': a split needs both restructure and retime", name));
-  for (const std::string& retimed : split.retimed)
-    if (std::none_of(params.begin(), params.end(), [&](const ScenarioParam& p) { return p.name == retimed; }))
-      throw Error(fmt::format("scenario '{}': retimed parameter '{}' is not one of its parameters", name, retimed));
+  check_split(name, params, split);
   auto parts = std::make_shared<const ScenarioSplit>(std::move(split));
   auto apply = [parts](Graph& graph, const ScenarioParams& values) {
     const std::any plan = parts->restructure(graph, values);

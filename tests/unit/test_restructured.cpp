@@ -83,11 +83,17 @@ TEST_CASE("a split scenario's key: every value but the retimed ones', and what w
   CHECK(key("test_split:label=a,count=2") != key("test_split:label=a\n,count=2"));
 }
 
-TEST_CASE("split_scenario refuses a retimed name it does not have and a missing part", "[scenario][split]") {
+TEST_CASE("split_scenario and ScenarioRegistry::add refuse a retimed name the scenario lacks and a missing part",
+          "[scenario][split]") {
   ScenarioSplit split{{"speed"}, [](Graph&, const ScenarioParams&) { return std::any(); },
                       [](Graph&, const ScenarioParams&, const std::any&) { return ScenarioOutcome{}; }};
   CHECK_THROWS_WITH(split_scenario("s", "", {{"factor", ParamKind::number, 1, "x"}}, split),
                     "scenario 's': retimed parameter 'speed' is not one of its parameters");
+  Scenario by_hand = split_scenario("s", "", {{"factor", ParamKind::number, 1, "x"}, {"speed", ParamKind::number, 1, "x"}},
+                                    split);
+  by_hand.params.pop_back();  // its split names a parameter it no longer has
+  ScenarioRegistry registry;
+  CHECK_THROWS_WITH(registry.add(by_hand), "scenario 's': retimed parameter 'speed' is not one of its parameters");
   split.retimed = {"factor"};
   split.retime = nullptr;
   CHECK_THROWS_WITH(split_scenario("s", "", {{"factor", ParamKind::number, 1, "x"}}, split),
