@@ -288,6 +288,8 @@ std::shared_ptr<const EdgeTable> Graph::edge_table() const {
   return table;
 }
 
+bool GraphAccess::ranks_valid(const Graph& graph) { return graph.structure().ranks.valid; }
+
 void GraphAccess::share_edge_tables(Graph& graph) { graph.table_cache_ = std::make_shared<EdgeTableCache>(); }
 
 std::shared_ptr<const TaskColumns> Graph::task_columns() const {
@@ -345,7 +347,7 @@ TaskId Graph::add_task(Task task) {
   tasks_.push_back(task);
   if (TaskColumns* columns = task_columns_for_change()) columns->append(task);
   TopologicalRanks& ranks = storage_->ranks;  // unshared by structure() above
-  if (ranks.valid) ranks.rank.push_back(ranks.next++);
+  if (ranks.valid) ranks.rank.push_back(ranks.next), ranks.next += TopologicalRanks::kSpacing;
   return id;
 }
 

@@ -23,6 +23,9 @@ struct GraphAccess {
     graph.recorded_order();
     graph.ensure_ranks();
   }
+  /// Whether the topological ranks that insert and connect check new edges against are current
+  /// (else the next check recomputes them: a topological sort of the whole graph).
+  static bool ranks_valid(const Graph& graph);
   /// From now on, this graph and its copies keep the edge tables of structures they build more
   /// than once and reuse them (graph/edge_table_cache.hpp): a Predictor's base, whose what-ifs
   /// often repeat one structure with other numbers.

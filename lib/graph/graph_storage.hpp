@@ -108,6 +108,11 @@ struct ReportColumns {
 };
 
 struct TopologicalRanks {
+  /// Between consecutive recomputed ranks (and after the last): room for a run of inserted tasks
+  /// one above another (Graph::insert ranks a task kInsertStep above what it follows) before the
+  /// ranks must be recomputed, a topological sort of the whole graph. With ranks 1 apart, a run
+  /// of inserts between two tasks halved the room each time and ran out after about 50.
+  static constexpr double kSpacing = 65536;
   RoomyVector<double> rank;
   double next = 0;  ///< above every rank: where a task added at the end goes
   bool valid = false;

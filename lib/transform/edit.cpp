@@ -19,8 +19,10 @@
 namespace daydream {
 namespace {
 
-/// How far above the tasks it follows an insert with no tasks to precede is ranked.
-constexpr double kInsertStep = 1.0 / 1024;
+/// How far above the tasks it follows an insert is ranked (where there is room: half the way to
+/// the lowest task it precedes at most). Recomputed ranks are TopologicalRanks::kSpacing apart,
+/// so a run of 65,535 inserts, each after the one before, fits between two tasks.
+constexpr double kInsertStep = 1;
 
 std::string describe(const Graph& g, TaskId t) { return fmt::format("task {} '{}'", t, g.name(t)); }
 
@@ -70,8 +72,8 @@ void Graph::ensure_ranks() {
   if (ranks.valid) return;
   const auto order = topological_order();
   ranks.rank.assign(num_tasks(), 0.0);
-  for (std::size_t i = 0; i < order.size(); ++i) ranks.rank[order[i]] = static_cast<double>(i);
-  ranks.next = static_cast<double>(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) ranks.rank[order[i]] = static_cast<double>(i) * TopologicalRanks::kSpacing;
+  ranks.next = static_cast<double>(order.size()) * TopologicalRanks::kSpacing;
   ranks.valid = true;
 }
 
@@ -267,11 +269,12 @@ void Graph::link_inserted(TaskId id, const NewTask& spec) {
     edges.add(id, b, Edge{spec.before_type.value_or(infer_edge_type(*this, id, b)), Timing::finish_to_start, spec.before_delay_ns, false});
     high = std::min(high, ranks.rank[b]);
   }
-  // Without tasks to precede, the new one ranks just above those it follows (recomputed ranks
-  // are whole numbers): edges added from it later then usually agree with the ranks already,
-  // where a rank halfway to the end would make each of them reorder a large part of the graph.
-  const double mid =
-      spec.before.empty() ? low + std::min(kInsertStep, (high - low) / 2) : (low + high) / 2;
+  // The new task ranks just above those it follows: without tasks to precede, edges added from
+  // it later then usually agree with the ranks already (a rank halfway to the end would make each
+  // of them reorder a large part of the graph); in a run of inserts, each after the last between
+  // the same two tasks (a replaced block), every one keeps the room the next needs (halfway would
+  // halve it each time).
+  const double mid = low + std::min(kInsertStep, (high - low) / 2);
   if (ranks.valid && low < mid && mid < high) ranks.rank[id] = mid;
   else ranks.valid = false;  // no room between: recomputed on the next check
 }

@@ -150,6 +150,26 @@ TEST_CASE("insert into a chain on one unit splits the sequential edge", "[transf
   CHECK(r.start_ns[p.b] == 15 * us);
 }
 
+TEST_CASE("a run of inserts, each after the last, between two tasks keeps the topological ranks", "[transform]") {
+  // A replaced block inserts its tasks this way (fused_adam:kernels=2000: 36,000 of them). Each
+  // insert whose rank found no room made the next check sort the whole graph again.
+  Pipeline p;
+  GraphAccess::prepare_for_copies(p.g);
+  REQUIRE(GraphAccess::ranks_valid(p.g));
+  TaskId last = p.a;
+  for (int i = 0; i < 5000; ++i) {
+    NewTask step = NewTask::of("fused", TaskKind::cpu, 1 * us, -1, Phase::unknown);
+    step.unit = p.cpu;
+    step.after = {last};
+    step.before = {p.b};
+    last = p.g.insert(step);
+    REQUIRE(GraphAccess::ranks_valid(p.g));
+  }
+  const auto r = simulate(p.g);
+  CHECK(r.start_ns[p.b] == (10 + 1 + 5000) * us);  // a, its 1 us gap, the 5,000 inserted, in a row
+  CHECK_THROWS_AS(p.g.connect(p.b, last, {EdgeType::cpu_sequential}), Error);  // still a cycle
+}
+
 TEST_CASE("an insert that would close a cycle is refused and leaves the graph unchanged", "[transform]") {
   Pipeline p;
   const auto tasks = p.g.num_tasks(), edges = p.g.num_edges();
