@@ -129,8 +129,9 @@ struct ScenarioOutcome {
 /// (amp's fixed factors, cuda_graphs' launch time): `restructure` makes every change that does not
 /// depend on the `retimed` parameters (selections, inserted and removed tasks, edges) and returns
 /// what `retime` needs (the tasks it times); `retime` sets durations on a graph `restructure`
-/// changed, from all the parameters, and returns the outcome. Neither may read the values of the
-/// other's parameters: restructure never reads a retimed one, retime never changes the structure.
+/// changed, from all the parameters, and returns the outcome. Restructure never reads a retimed
+/// parameter's value (whether one is given may choose what it does: restructure_key holds that),
+/// and retime never changes the structure (tasks, edges, delays).
 ///
 /// A Predictor keeps the graphs `restructure` made (predict.hpp), so that a spec differing from
 /// an earlier one only in retimed values costs a copy and a retime instead of a restructure.
