@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daydream/analyze.hpp"
@@ -60,6 +61,20 @@ std::optional<LinkFit> usable_fit(const TraceCollectives& collectives, std::vect
 /// that were not given. Appends what it used to `notes`.
 RingCost cluster_cost(const ScenarioParams& params, const TraceCollectives& collectives,
                       std::vector<std::string>& notes);
+
+/// All-reduces a split scenario inserted at 0 ns (ddp's buckets, p3's slices), for its retime to
+/// cost for the link, with the notes around the link's.
+struct RingMessages {
+  TraceCollectives collectives;  ///< read before any change: the fit reads them
+  std::vector<std::string> notes_before, notes_after;
+  bool costed = false;  ///< inserted for more than one GPU: the link is costed and noted
+  std::vector<std::pair<TaskId, std::int64_t>> messages;  ///< each inserted all-reduce and its bytes
+};
+
+/// Appends notes_before; where costed, cluster_cost's notes, each message timed by its ring cost,
+/// and notes_after.
+void time_ring_messages(Graph& graph, const ScenarioParams& params, const RingMessages& ring,
+                        std::vector<std::string>& notes);
 
 /// The ring model of the cluster the trace ran on, to cost all-reduces the trace does not have
 /// (merged buckets), among traced_ring_ranks: the usable fit (with the given latency, if any);

@@ -35,7 +35,7 @@ namespace daydream::scenarios {
 namespace {
 
 /// One all-reduce per bucket on the channel: after its ready task and the previous bucket, before
-/// the pass's barrier. Inserted at 0 ns; time_ddp costs each for its bytes (appended to `timed`).
+/// the pass's barrier. Inserted at 0 ns; time_ring_messages costs each for its bytes (appended to `timed`).
 void insert_allreduces(Graph& graph, UnitId channel, const BackwardPass& pass, const std::vector<ReadyBucket>& buckets,
                        std::vector<std::pair<TaskId, std::int64_t>>& timed) {
   TaskId previous = kNoTask;
@@ -65,64 +65,55 @@ std::string barrier_note(const std::vector<BackwardPass>& passes) {
       count([](const BackwardPass& p) { return p.barrier == kNoTask; }));
 }
 
-/// What restructure_ddp leaves for time_ddp: the all-reduces to cost and the notes around the
-/// cost's (the fit and the link, which depend on the retimed parameters).
+/// What restructure_ddp leaves for time_ddp: a traced run's all-reduces to re-cost, or the
+/// inserted ones.
 struct DdpPlan {
-  TraceCollectives collectives;  // read before any change; the fit reads them
+  RingMessages inserted;  // its collectives serve a traced run too
   std::optional<TracedRunPlan> traced;
-  std::vector<std::string> notes_before, notes_after;
-  bool costed = false;  // all-reduces were inserted (a multi-GPU job from a run without them)
-  std::vector<std::pair<TaskId, std::int64_t>> inserted;  // each inserted all-reduce and its bytes
 };
 
 DdpPlan restructure_ddp(Graph& graph, const ScenarioParams& params) {
   DdpPlan plan;
-  plan.collectives = read_trace_collectives(graph);
+  RingMessages& ring = plan.inserted;
+  ring.collectives = read_trace_collectives(graph);
   record_world_size(graph, params);
-  if (!traced_allreduce_tasks(plan.collectives).empty()) {
-    plan.traced = restructure_traced_run(graph, plan.collectives, params);
+  if (!traced_allreduce_tasks(ring.collectives).empty()) {
+    plan.traced = restructure_traced_run(graph, ring.collectives, params);
     return plan;
   }
   if (params.given("broadcast_buffers") || params.given("gradient_as_bucket_view"))
-    plan.notes_before.push_back(
+    ring.notes_before.push_back(
         "broadcast_buffers and gradient_as_bucket_view apply to a trace of a DDP run only: the all-reduces "
         "inserted here model neither buffer broadcasts nor copies into .grad");
   if (ranks_of(params) == 1) {
-    plan.notes_before.push_back("one GPU (machines = gpus = 1): nothing to all-reduce, the graph is unchanged");
+    ring.notes_before.push_back("one GPU (machines = gpus = 1): nothing to all-reduce, the graph is unchanged");
     return plan;
   }
-  plan.costed = true;
-  auto passes = backward_passes(graph, plan.collectives, false);
+  ring.costed = true;
+  auto passes = backward_passes(graph, ring.collectives, false);
   const UnitId channel = add_comm_channel(graph, "ddp all-reduce");
   const bool recorded = use_recorded_buckets(passes, params);
-  plan.notes_after.push_back(recorded
+  ring.notes_after.push_back(recorded
                                  ? "buckets as the trace recorded them (record_param_comms all_reduce sizes and positions)"
                                  : assign_sizes(graph, passes, params));
   const LaunchIndex launches(graph);
   const auto first_cap = std::llround(params.number("first_bucket")), cap = std::llround(params.number("bucket"));
   for (const auto& pass : passes) {
     const auto buckets =
-        recorded ? ready_recorded_buckets(pass, plan.collectives, launches) : gradient_buckets(pass, first_cap, cap);
-    insert_allreduces(graph, channel, pass, buckets, plan.inserted);
+        recorded ? ready_recorded_buckets(pass, ring.collectives, launches) : gradient_buckets(pass, first_cap, cap);
+    insert_allreduces(graph, channel, pass, buckets, ring.messages);
   }
-  plan.notes_after.push_back(
-      fmt::format("inserted {} bucket all-reduces over {} backward passes", plan.inserted.size(), passes.size()));
-  plan.notes_after.push_back(barrier_note(passes));
+  ring.notes_after.push_back(
+      fmt::format("inserted {} bucket all-reduces over {} backward passes", ring.messages.size(), passes.size()));
+  ring.notes_after.push_back(barrier_note(passes));
   return plan;
 }
 
 ScenarioOutcome time_ddp(Graph& graph, const ScenarioParams& params, const std::any& any_plan) {
   const auto& plan = std::any_cast<const DdpPlan&>(any_plan);
   ScenarioOutcome out;
-  if (plan.traced) {
-    time_traced_run(graph, plan.collectives, params, *plan.traced, out.notes);
-    return out;
-  }
-  out.notes = plan.notes_before;
-  if (!plan.costed) return out;
-  const RingCost cost = cluster_cost(params, plan.collectives, out.notes);
-  for (const auto& [task, bytes] : plan.inserted) graph.set_duration(task, cost.allreduce_ns(bytes));
-  out.notes.insert(out.notes.end(), plan.notes_after.begin(), plan.notes_after.end());
+  if (plan.traced) time_traced_run(graph, plan.inserted.collectives, params, *plan.traced, out.notes);
+  else time_ring_messages(graph, params, plan.inserted, out.notes);
   return out;
 }
 

@@ -39,7 +39,7 @@ namespace {
 using SliceOrder = std::unordered_map<TaskId, double>;  // slice -> rank on the channel (lower first)
 
 /// Cuts every gradient of the pass into slices, each ready with its gradient, ranked earliest
-/// layer first. Inserted at 0 ns; time_p3 costs each for its bytes (appended to `timed`).
+/// layer first. Inserted at 0 ns; time_ring_messages costs each for its bytes (appended to `timed`).
 SlicesByParam insert_slices(Graph& graph, UnitId channel, const BackwardPass& pass, std::int64_t slice,
                             SliceOrder& order, std::vector<std::pair<TaskId, std::int64_t>>& timed) {
   const std::size_t params = pass.gradients.size();
@@ -59,40 +59,37 @@ SlicesByParam insert_slices(Graph& graph, UnitId channel, const BackwardPass& pa
   return slices;
 }
 
-/// What restructure_p3 leaves for time_p3: the slices to cost, the schedule, and the notes
-/// around the cost's (the fit and the link, which depend on the retimed parameters).
+/// What restructure_p3 leaves for time_p3: the slices to cost and the schedule.
 struct P3Plan {
-  TraceCollectives collectives;  // read before any change; the fit reads them
-  std::vector<std::string> notes_before, notes_after;
-  bool costed = false;  // slices were inserted (more than one GPU)
-  std::vector<std::pair<TaskId, std::int64_t>> slices;  // each slice and its bytes
+  RingMessages slices;
   std::shared_ptr<const SchedulePolicy> policy;
 };
 
 P3Plan restructure_p3(Graph& graph, const ScenarioParams& params) {
   P3Plan plan;
-  plan.collectives = read_trace_collectives(graph);
+  RingMessages& ring = plan.slices;
+  ring.collectives = read_trace_collectives(graph);
   record_world_size(graph, params);
-  if (const auto traced = traced_allreduce_tasks(plan.collectives); !traced.empty()) {
+  if (const auto traced = traced_allreduce_tasks(ring.collectives); !traced.empty()) {
     remove_with_launches(graph, traced);
-    plan.notes_before.push_back(fmt::format("removed the trace's {} all-reduce tasks (replaced by slices)", traced.size()));
+    ring.notes_before.push_back(fmt::format("removed the trace's {} all-reduce tasks (replaced by slices)", traced.size()));
   }
   if (ranks_of(params) == 1) {
-    plan.notes_before.push_back("one GPU (machines = gpus = 1): nothing to exchange");
+    ring.notes_before.push_back("one GPU (machines = gpus = 1): nothing to exchange");
     return plan;
   }
-  plan.costed = true;
-  auto passes = backward_passes(graph, plan.collectives, true);
-  plan.notes_after.push_back(assign_sizes(graph, passes, params));
+  ring.costed = true;
+  auto passes = backward_passes(graph, ring.collectives, true);
+  ring.notes_after.push_back(assign_sizes(graph, passes, params));
   const UnitId channel = add_comm_channel(graph, "p3 slices");
   SliceOrder order;
   std::array<std::size_t, 3> counts{};  // by Gating
   for (std::size_t k = 0; k < passes.size(); ++k) {
     const auto slices =
-        insert_slices(graph, channel, passes[k], std::llround(params.number("slice")), order, plan.slices);
+        insert_slices(graph, channel, passes[k], std::llround(params.number("slice")), order, ring.messages);
     ++counts[gate_pass(graph, passes[k], k + 1 < passes.size() ? &passes[k + 1] : nullptr, slices)];
   }
-  plan.notes_after.push_back(fmt::format("inserted {} slices of at most {}; updates moved before the next forward in {} "
+  ring.notes_after.push_back(fmt::format("inserted {} slices of at most {}; updates moved before the next forward in {} "
                                          "passes, gated in place in {}, behind the step's barrier in {}",
                                          order.size(), text::megabytes(params.number("slice")),
                                          counts[kBeforeForward], counts[kInPlace], counts[kBehindBarrier]));
@@ -103,11 +100,8 @@ P3Plan restructure_p3(Graph& graph, const ScenarioParams& params) {
 
 ScenarioOutcome time_p3(Graph& graph, const ScenarioParams& params, const std::any& any_plan) {
   const auto& plan = std::any_cast<const P3Plan&>(any_plan);
-  ScenarioOutcome out{plan.policy, plan.notes_before};
-  if (!plan.costed) return out;
-  const RingCost cost = cluster_cost(params, plan.collectives, out.notes);
-  for (const auto& [slice, bytes] : plan.slices) graph.set_duration(slice, cost.allreduce_ns(bytes));
-  out.notes.insert(out.notes.end(), plan.notes_after.begin(), plan.notes_after.end());
+  ScenarioOutcome out{plan.policy, {}};
+  time_ring_messages(graph, params, plan.slices, out.notes);
   return out;
 }
 

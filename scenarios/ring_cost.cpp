@@ -46,6 +46,15 @@ RingCost cluster_cost(const ScenarioParams& params, const TraceCollectives& coll
   return cost;
 }
 
+void time_ring_messages(Graph& graph, const ScenarioParams& params, const RingMessages& ring,
+                        std::vector<std::string>& notes) {
+  notes.insert(notes.end(), ring.notes_before.begin(), ring.notes_before.end());
+  if (!ring.costed) return;
+  const RingCost cost = cluster_cost(params, ring.collectives, notes);
+  for (const auto& [task, bytes] : ring.messages) graph.set_duration(task, cost.allreduce_ns(bytes));
+  notes.insert(notes.end(), ring.notes_after.begin(), ring.notes_after.end());
+}
+
 RingCost traced_cluster_cost(const Graph& graph, const TraceCollectives& collectives,
                              const std::map<TaskId, std::int64_t>& bytes, const ScenarioParams& params,
                              std::vector<std::string>& notes) {

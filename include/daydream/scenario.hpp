@@ -189,6 +189,10 @@ class ScenarioRegistry {
   /// resolve_params + the scenario's apply: changes `graph` in place. An Error the scenario raises
   /// comes out prefixed "scenario 'NAME': " (a scenario's own messages never name it).
   ScenarioOutcome apply(Graph& graph, const ScenarioSpec& spec) const;
+  /// resolve_params, then `run` with the scenario and its parameters, an Error it raises prefixed
+  /// as apply's: apply, and a Predictor that applies a split scenario on a kept graph.
+  ScenarioOutcome apply_with(const ScenarioSpec& spec,
+                             const std::function<ScenarioOutcome(const Scenario&, const ScenarioParams&)>& run) const;
 
  private:
   Map scenarios_;

@@ -1,16 +1,12 @@
 // Predictor: a base graph, its baseline simulation, and predictions of scenarios against it.
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <limits>
 
 #include "common/text.hpp"
-#include "daydream/error.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/report/replay.hpp"
 #include "graph/graph_access.hpp"
 #include "graph/graph_storage.hpp"
-#include "predict/report_columns.hpp"
 #include "predict/restructured_graphs.hpp"
 #include "report/iteration_rule_json.hpp"
 #include "report/json_writer.hpp"
@@ -89,17 +85,12 @@ double Prediction::speedup() const {
 
 namespace {
 
-/// The base graph of many predictions: what its copies would each compute on first use
-/// (topological ranks for scenarios that insert tasks, the recorded order of tasks_by_unit, the
-/// columns the report of each prediction reads) is computed once here. A graph with a cycle has no ranks; its baseline simulation reports the
-/// cycle.
+/// The base graph of many predictions: what its copies would each compute on first use is
+/// computed once here (prepare_copy_source). A graph with a cycle has no ranks; its baseline
+/// simulation reports the cycle.
 Graph ready_for_edits(Graph base) {
-  report_columns(base);
-  try {
-    GraphAccess::prepare_for_copies(base);
-  } catch (const Error&) {
-  }
   GraphAccess::share_edge_tables(base);  // what-ifs that repeat one structure build its table once
+  prepare_copy_source(base);
   return base;
 }
 
@@ -128,17 +119,11 @@ Prediction Predictor::predict(const ScenarioSpec& spec) const {
 }
 
 ScenarioOutcome Predictor::apply(const ScenarioSpec& spec, Graph& changed) const {
-  const Scenario& scenario = registry_.find(spec.name);
-  if (!scenario.split) {
+  return registry_.apply_with(spec, [&](const Scenario& scenario, const ScenarioParams& params) {
+    if (scenario.split) return restructured_->apply(base_, scenario, params, changed);
     changed = base_;
-    return registry_.apply(changed, spec);
-  }
-  const ScenarioParams params = resolve_params(scenario, spec);
-  try {
-    return restructured_->apply(base_, scenario, params, changed);
-  } catch (const Error& e) {
-    throw Error(fmt::format("scenario '{}': {}", scenario.name, e.what()));  // as ScenarioRegistry::apply says it
-  }
+    return scenario.apply(changed, params);
+  });
 }
 
 Prediction Predictor::predict(const ScenarioSpec& spec, Graph& changed, SimulationResult& result) const {

@@ -8,12 +8,7 @@
 #include "predict/report_columns.hpp"
 
 namespace daydream {
-namespace {
-
-/// What the copies of a kept graph would each compute on first use (as for a Predictor's base),
-/// computed once: false when the graph has a cycle (it is then not kept; its simulation reports
-/// the cycle).
-bool prepare(Graph& graph) {
+bool prepare_copy_source(Graph& graph) {
   report_columns(graph);
   try {
     GraphAccess::prepare_for_copies(graph);  // columns, recorded order, ranks
@@ -23,8 +18,6 @@ bool prepare(Graph& graph) {
   }
   return true;
 }
-
-}  // namespace
 
 std::shared_ptr<const RestructuredGraphs::Entry> RestructuredGraphs::find(const std::string& key) {
   std::lock_guard lock(mutex_);
@@ -67,12 +60,8 @@ ScenarioOutcome RestructuredGraphs::apply(const Graph& base, const Scenario& sce
   if (bytes <= kMaxBytes && met_before(key)) {
     auto entry = std::make_shared<Entry>(Entry{key, base, {}, bytes});
     entry->plan = split.restructure(entry->graph, params);
-    if (!prepare(entry->graph)) {  // a cycle: not kept, simulated as it is
-      changed = std::move(entry->graph);
-      return split.retime(changed, params, entry->plan);
-    }
-    keep(entry);
-    changed = entry->graph;
+    if (prepare_copy_source(entry->graph)) keep(entry), changed = entry->graph;
+    else changed = std::move(entry->graph);  // a cycle: not kept, simulated as it is
     return split.retime(changed, params, entry->plan);
   }
   changed = base;

@@ -19,6 +19,12 @@
 
 namespace daydream {
 
+/// What copies of `graph` would each compute on first use, computed once: the report columns,
+/// the simulator's task columns, the recorded order, the topological ranks and the edge table (a
+/// Predictor's base, a kept restructured graph). False when the graph has a cycle: what needs the
+/// order is left unbuilt, and the graph's simulation reports the cycle.
+bool prepare_copy_source(Graph& graph);
+
 class RestructuredGraphs {
  public:
   /// Applies the split scenario to `changed` as restructure then retime would on a copy of

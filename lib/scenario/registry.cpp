@@ -225,10 +225,17 @@ std::string ScenarioRegistry::names() const {
 }
 
 ScenarioOutcome ScenarioRegistry::apply(Graph& graph, const ScenarioSpec& spec) const {
+  return apply_with(spec, [&](const Scenario& scenario, const ScenarioParams& params) {
+    return scenario.apply(graph, params);
+  });
+}
+
+ScenarioOutcome ScenarioRegistry::apply_with(
+    const ScenarioSpec& spec, const std::function<ScenarioOutcome(const Scenario&, const ScenarioParams&)>& run) const {
   const Scenario& scenario = find(spec.name);
   const ScenarioParams params = resolve_params(scenario, spec);
   try {
-    return scenario.apply(graph, params);
+    return run(scenario, params);
   } catch (const Error& e) {
     throw Error(fmt::format("scenario '{}': {}", scenario.name, e.what()));
   }
