@@ -4,7 +4,9 @@
 // sleeps while the autograd thread runs, then wakes when it is done. daydream infers such
 // hand-offs: when a worker thread resumes after being idle for longer than
 // GraphOptions::thread_idle_ns, the latest task on another worker thread that ended during the
-// idle time (within GraphOptions::wake_window_ns of the resumption) is taken as what woke it.
+// idle time (within GraphOptions::wake_window_ns of the resumption) is taken as what woke it,
+// unless a hand-off (a task after which its own thread went idle) ended less than thread_idle_ns
+// before that task: a busy thread always has a task ending just before any resumption.
 // Worker threads are those with operator or annotation tasks, or that launch GPU work (an
 // autograd or DALI thread in an Nsight profile has only CUDA calls). Threads that only make
 // CUDA calls without launching anything (the NCCL watchdog, callback threads) are background
@@ -146,11 +148,11 @@ class CrossThreadInference {
         ctx.count(stats::background_threads);
         continue;
       }
-      TimeNs running = std::numeric_limits<TimeNs>::min();
-      for (TaskId task : ctx.unit_tasks[u]) ends_.add(u, task, running = std::max(running, ctx.times[task].end));
+      add_thread_ends(u);
       threads_.push_back(u);
     }
     ends_.seal();
+    handoff_ends_.seal();
   }
 
   void run() {
@@ -171,8 +173,41 @@ class CrossThreadInference {
     }
   }
 
-  // The latest task on another operator thread ending at or before `limit`, or kNoTask.
-  TaskId latest_end_before(UnitId unit, TimeNs limit) const { return ends_.latest_before(unit, limit); }
+  /// Adds thread `u`'s task ends, and separately those after which it went idle (hand-offs).
+  void add_thread_ends(UnitId u) {
+    const auto& tasks = ctx_.unit_tasks[u];
+    TimeNs running = std::numeric_limits<TimeNs>::min();
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      running = std::max(running, ctx_.times[tasks[i]].end);
+      ends_.add(u, tasks[i], running);
+      if (goes_idle_after(u, running, i + 1 < tasks.size() ? ctx_.times[tasks[i + 1]].start : kNever))
+        handoff_ends_.add(u, tasks[i], running);
+    }
+  }
+
+  /// Whether thread `u`, done with its work at `end`, went idle before its next task at `next`:
+  /// no event for longer than thread_idle_ns and, where its scheduling is known, switched out.
+  bool goes_idle_after(UnitId u, TimeNs end, TimeNs next) const {
+    if (next != kNever && next - end <= ctx_.options.thread_idle_ns) return false;
+    const ThreadSchedule& schedule = ctx_.schedules[u];
+    return !schedule.known || schedule.off_cpu_within(end, next == kNever ? end + ctx_.options.wake_window_ns : next) > 0;
+  }
+
+  /// What woke thread `unit` at `limit`: the latest task on another worker thread ending at or
+  /// before it, if `plausible` accepts its end; kNoTask otherwise. A busy thread (launching a
+  /// call every few us) has a task that ended just before almost any resumption, so when a
+  /// hand-off (a task after which its thread went idle: a DALI stage done with its batch, the
+  /// autograd thread done with backward) ended less than thread_idle_ns before that latest task,
+  /// the two are as close as a wake-up's latency and the hand-off is taken: a thread that goes
+  /// idle has finished the work someone waited for.
+  template <typename Plausible>
+  TaskId waker_before(UnitId unit, TimeNs limit, Plausible plausible) const {
+    const TaskId latest = ends_.latest_before(unit, limit);
+    if (latest == kNoTask || !plausible(ctx_.times[latest].end)) return kNoTask;
+    const TaskId handoff = handoff_ends_.latest_before(unit, limit);
+    if (handoff == kNoTask || handoff == latest || !plausible(ctx_.times[handoff].end)) return latest;
+    return ctx_.times[latest].end - ctx_.times[handoff].end < ctx_.options.thread_idle_ns ? handoff : latest;
+  }
 
   /// When the thread resumed in (from, to]: its last switch-in there, `to` itself without
   /// scheduling data, or nothing when it kept running (the stretch was CPU work, not a wait).
@@ -190,10 +225,11 @@ class CrossThreadInference {
     const TimeNs start = ctx_.times[woken].start;
     const auto resumed = resumption(unit, idle_since, start);
     if (!resumed) return;
-    const TaskId waker = latest_end_before(unit, *resumed + ctx_.options.contradiction_tolerance_ns);
+    const TaskId waker = waker_before(unit, *resumed + ctx_.options.contradiction_tolerance_ns, [&](TimeNs end) {
+      return end >= idle_since && *resumed - end <= ctx_.options.wake_window_ns;
+    });
     if (waker == kNoTask) return;
     const TimeNs waker_end = ctx_.times[waker].end;
-    if (waker_end < idle_since || *resumed - waker_end > ctx_.options.wake_window_ns) return;
     const TimeNs latency = std::max<TimeNs>(0, start - waker_end);
     ctx_.graph.add_edge(waker, woken, {EdgeType::cross_thread, Timing::finish_to_start, latency, true});
     ctx_.woken[woken] = 1;
@@ -203,10 +239,11 @@ class CrossThreadInference {
     const TaskTimes& times = ctx_.times[segment];
     const auto resumed = resumption(unit, times.start, times.end);
     if (!resumed) return;
-    const TaskId waker = latest_end_before(unit, *resumed + ctx_.options.contradiction_tolerance_ns);
+    const TaskId waker = waker_before(unit, *resumed + ctx_.options.contradiction_tolerance_ns, [&](TimeNs end) {
+      return end > times.start && *resumed - end <= ctx_.options.wake_window_ns;
+    });
     if (waker == kNoTask) return;
     const TimeNs waker_end = ctx_.times[waker].end;
-    if (waker_end <= times.start || *resumed - waker_end > ctx_.options.wake_window_ns) return;
     if (waker_end > times.end) return drop_contradicted(segment);
     ctx_.graph.add_edge(waker, segment, {EdgeType::cross_thread, Timing::finish_to_start, 0, true});
     GraphAccess::task(ctx_.graph, segment).duration_ns = std::max<TimeNs>(0, times.end - std::max(times.start, waker_end));
@@ -222,8 +259,11 @@ class CrossThreadInference {
   }
 
   BuildContext& ctx_;
+  static constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
+
   std::vector<UnitId> threads_;  // the worker threads
-  TaskEnds ends_;
+  TaskEnds ends_;                // every task end of the worker threads
+  TaskEnds handoff_ends_;        // the ends after which a worker thread went idle
 };
 
 }  // namespace

@@ -212,6 +212,39 @@ TEST_CASE("cross_thread: a range that ended before its candidate waker did not w
   CHECK(g.task(forward).duration_ns == 290 * us);  // no wait: it keeps its recorded time
 }
 
+namespace {
+
+/// A thread that resumes at 200 us after being idle, a producer thread whose one task ends at
+/// `produced_at` (then idle: a hand-off), and a busy thread with an 8 us task every 10 us (the
+/// last ending at or before the resumption ends at 193 us).
+Graph handoff_trace(double produced_at) {
+  test::KinetoJson trace;
+  trace.cpu_op("woken_head", 0, 10, 1).cpu_op("woken", 200, 10, 1).cpu_op("produce", 100, produced_at - 100, 2);
+  for (int k = 0; k < 30; ++k) trace.cpu_op("busy" + std::to_string(k), 5 + 10 * k, 8, 3);
+  return test::graph_of(trace.str());
+}
+
+}  // namespace
+
+TEST_CASE("cross_thread: a hand-off shortly before a busy thread's latest task is the waker", "[graph]") {
+  // The busy thread always has a task that ended just before any resumption; a producer that
+  // went idle 13 us before it (less than thread_idle_ns) is what handed the work over.
+  const Graph g = handoff_trace(180);
+  const TaskId woken = task_named(g, "woken");
+  REQUIRE(edge_between(g, task_named(g, "produce"), woken));
+  CHECK(edge_between(g, task_named(g, "produce"), woken)->type == EdgeType::cross_thread);
+  CHECK(edge_between(g, task_named(g, "produce"), woken)->delay_ns == 20 * us);
+  CHECK_FALSE(edge_between(g, task_named(g, "busy18"), woken));
+  CHECK(test::count_of(g, EdgeType::cross_thread) == 2);  // and the producer's start, after busy9
+
+  // A producer done 73 us before the busy thread's latest task is too early: the latest wins.
+  const Graph late = handoff_trace(120);
+  const TaskId late_woken = task_named(late, "woken");
+  CHECK_FALSE(edge_between(late, task_named(late, "produce"), late_woken));
+  REQUIRE(edge_between(late, task_named(late, "busy18"), late_woken));
+  CHECK(edge_between(late, task_named(late, "busy18"), late_woken)->delay_ns == 7 * us);
+}
+
 TEST_CASE("safety net: a cycle the rules close loses its most contradicted inferred edge", "[graph]") {
   // Two threads resume after an idle gap within the tolerance of each other's end: each is taken
   // as woken by the other (a after b: 1.5 us back in time; b after a: 0.5 us).
