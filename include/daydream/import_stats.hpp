@@ -110,6 +110,9 @@ std::string_view to_string(Stage stage);
   F(cross_thread_contradicted, info, graph, "",                                                                        \
     "long CPU segments whose latest candidate waker on another thread ended after the segment: no "                    \
     "cross_thread edge")                                                                                               \
+  F(wakers_by_handoff, info, graph, "",                                                                                \
+    "resumptions whose waker is a hand-off (a task after which its thread went idle) that ended less than "            \
+    "thread_idle_ns before a busy thread's later task: the hand-off is taken (cross_thread edge)")                     \
   F(unexplained_gaps, info, graph, "",                                                                                 \
     "idle stretches longer than thread_idle_ns with no waker in the trace and no scheduling data: CPU "                \
     "work or a wait for something not traced, kept as delays")                                                         \

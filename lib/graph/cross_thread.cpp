@@ -206,7 +206,9 @@ class CrossThreadInference {
     if (latest == kNoTask || !plausible(ctx_.times[latest].end)) return kNoTask;
     const TaskId handoff = handoff_ends_.latest_before(unit, limit);
     if (handoff == kNoTask || handoff == latest || !plausible(ctx_.times[handoff].end)) return latest;
-    return ctx_.times[latest].end - ctx_.times[handoff].end < ctx_.options.thread_idle_ns ? handoff : latest;
+    if (ctx_.times[latest].end - ctx_.times[handoff].end >= ctx_.options.thread_idle_ns) return latest;
+    ctx_.count(stats::wakers_by_handoff, ctx_.graph.task(handoff).source_event);
+    return handoff;
   }
 
   /// When the thread resumed in (from, to]: its last switch-in there, `to` itself without

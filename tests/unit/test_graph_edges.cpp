@@ -236,6 +236,7 @@ TEST_CASE("cross_thread: a hand-off shortly before a busy thread's latest task i
   CHECK(edge_between(g, task_named(g, "produce"), woken)->delay_ns == 20 * us);
   CHECK_FALSE(edge_between(g, task_named(g, "busy18"), woken));
   CHECK(test::count_of(g, EdgeType::cross_thread) == 2);  // and the producer's start, after busy9
+  CHECK(g.report().get("wakers_by_handoff") == 1);
 
   // A producer done 73 us before the busy thread's latest task is too early: the latest wins.
   const Graph late = handoff_trace(120);
@@ -243,6 +244,7 @@ TEST_CASE("cross_thread: a hand-off shortly before a busy thread's latest task i
   CHECK_FALSE(edge_between(late, task_named(late, "produce"), late_woken));
   REQUIRE(edge_between(late, task_named(late, "busy18"), late_woken));
   CHECK(edge_between(late, task_named(late, "busy18"), late_woken)->delay_ns == 7 * us);
+  CHECK(late.report().get("wakers_by_handoff") == 0);
 }
 
 TEST_CASE("safety net: a cycle the rules close loses its most contradicted inferred edge", "[graph]") {
