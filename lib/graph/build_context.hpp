@@ -59,6 +59,19 @@ struct BuildContext {
   CorrelationIndex gpu_by_correlation, sync_by_correlation, api_by_correlation;
   static constexpr std::uint32_t kNotInterned = 0xffffffffu;
   std::vector<std::uint32_t> graph_name;  ///< per trace string: its graph string id (name_of)
+  /// Per trace string: whether it names a collective (NCCL, RCCL), -1 until asked
+  /// (names_collective). Kernel names run to hundreds of characters and repeat by the thousand.
+  mutable std::vector<std::int8_t> collective_name;
+
+  /// Per trace string: its api_role plus one, 0 until asked (role_of).
+  mutable std::vector<std::uint8_t> call_role;
+
+  /// Whether a GPU activity named by trace string `name` is a collective: its name mentions
+  /// nccl or NCCL (and so rccl's kernels, named ncclKernel_* too). Searched once per string.
+  bool names_collective(std::uint32_t name) const;
+  /// api_role of an API call's name, classified once per distinct name (a build asks for every
+  /// call several times).
+  ApiRole role_of(const TraceEvent& call) const;
 
   static constexpr UnitId kNoUnit = 0xffffffffu;
 

@@ -28,6 +28,13 @@ ApiRole api_role(std::string_view name) {
   return ApiRole::other;
 }
 
+ApiRole BuildContext::role_of(const TraceEvent& call) const {
+  if (call_role.size() <= call.name) call_role.resize(trace.strings.size(), 0);
+  std::uint8_t& known = call_role[call.name];
+  if (known == 0) known = static_cast<std::uint8_t>(api_role(trace.name_of(call))) + 1;
+  return static_cast<ApiRole>(known - 1);
+}
+
 namespace {
 
 bool nesting_order(const TraceEvent& a, const TraceEvent& b);
@@ -173,8 +180,8 @@ class ThreadSegmenter {
   // when the call does not block.
   TimeNs blocking_copy_issue_ns(std::uint32_t owner, TimeNs duration) const {
     const TraceEvent& e = ctx_.event(owner);
+    if (ctx_.role_of(e) != ApiRole::memcpy) return -1;
     const auto name = ctx_.trace.name_of(e);
-    if (api_role(name) != ApiRole::memcpy) return -1;
     const auto copies = ctx_.lookup(ctx_.gpu_by_correlation, e.correlation);
     if (copies.empty()) return -1;
     if (!cuda::copy_blocks_host(name, ctx_.trace.name_of(ctx_.event(copies.front())))) return -1;

@@ -20,14 +20,23 @@
 #include "graph/graph_access.hpp"
 
 namespace daydream {
+
+bool BuildContext::names_collective(std::uint32_t name) const {
+  if (collective_name.size() <= name) collective_name.resize(trace.strings.size(), -1);
+  std::int8_t& known = collective_name[name];
+  if (known < 0) {
+    const std::string_view text = trace.strings[name];
+    known = text::contains(text, "nccl") || text::contains(text, "NCCL") ? 1 : 0;
+  }
+  return known == 1;
+}
+
 namespace {
 
-TaskKind gpu_task_kind(const Trace& trace, const TraceEvent& e) {
+TaskKind gpu_task_kind(const BuildContext& ctx, const TraceEvent& e) {
   if (e.kind == EventKind::memcpy) return TaskKind::memcpy;
   if (e.kind == EventKind::memset) return TaskKind::memset;
-  const auto name = trace.name_of(e);
-  if (text::contains(name, "nccl") || text::contains(name, "NCCL")) return TaskKind::communication;
-  return TaskKind::kernel;
+  return ctx.names_collective(e.name) ? TaskKind::communication : TaskKind::kernel;
 }
 
 /// The API call that launched a GPU activity (first by correlation), if recorded.
@@ -43,7 +52,7 @@ std::size_t kind_index(TaskKind kind) { return static_cast<std::size_t>(kind); }
 bool is_stream_wait(const BuildContext& ctx, const TraceEvent& sync) {
   const auto calls = ctx.lookup(ctx.api_by_correlation, sync.correlation);
   if (calls.empty()) return sync.sync_kind == SyncKind::stream_wait_event;
-  return api_role(ctx.trace.name_of(ctx.event(calls.front()))) == ApiRole::stream_wait_event;
+  return ctx.role_of(ctx.event(calls.front())) == ApiRole::stream_wait_event;
 }
 
 /// Per GPU lane, the CPU times (sorted) at which a cudaStreamWaitEvent made its stream wait, from
@@ -92,7 +101,7 @@ std::array<std::vector<TimeNs>, kTaskKindCount> launch_samples(const BuildContex
       previous_call = call->start_ns;
       if (!stream_idle || waited || e.start_ns < call->start_ns) continue;
       if (timelines.use(lane[i]).on_sms && timelines.holder(l, call->start_ns, e.start_ns)) continue;
-      samples[kind_index(gpu_task_kind(ctx.trace, e))].push_back(e.start_ns - call->start_ns);
+      samples[kind_index(gpu_task_kind(ctx, e))].push_back(e.start_ns - call->start_ns);
     }
   }
   return samples;
@@ -111,7 +120,7 @@ std::vector<TimeNs> gap_samples(const BuildContext& ctx, const DeviceTimelines& 
       const TraceEvent& e = ctx.event(lane[i]);
       const TraceEvent& prev = ctx.event(lane[i - 1]);
       const TraceEvent* call = launch_call(ctx, e);
-      const TimeNs latency = ctx.graph.calibration().launch_latency_ns[kind_index(gpu_task_kind(ctx.trace, e))];
+      const TimeNs latency = ctx.graph.calibration().launch_latency_ns[kind_index(gpu_task_kind(ctx, e))];
       const bool stream_bound = !call || call->start_ns + latency <= prev.end_ns();
       if (!stream_bound || e.start_ns < prev.end_ns()) continue;
       if (timelines.use(lane[i]).on_sms && timelines.modelled(l) && timelines.holder(l, prev.end_ns(), e.start_ns)) continue;
@@ -167,7 +176,7 @@ class StreamBuilder {
   void add(std::uint32_t position) {
     const TraceEvent& e = ctx_.event(position);
     Task task;
-    task.kind = gpu_task_kind(ctx_.trace, e);
+    task.kind = gpu_task_kind(ctx_, e);
     task.unit = unit_;
     task.name = ctx_.name_of(e);
     task.duration_ns = e.duration_ns;
@@ -315,8 +324,10 @@ void link_holds(BuildContext& ctx, const StreamBuilder::Holds& holds, const Devi
 
 namespace {
 
-bool launches_gpu_work(std::string_view call) {
-  return api_role(call) == ApiRole::memcpy || text::contains(call, "LaunchKernel") || text::contains(call, "Memset");
+bool launches_gpu_work(const BuildContext& ctx, const TraceEvent& call) {
+  if (ctx.role_of(call) == ApiRole::memcpy) return true;
+  const std::string_view name = ctx.trace.name_of(call);
+  return text::contains(name, "LaunchKernel") || text::contains(name, "Memset");
 }
 
 /// Launch calls whose GPU activity the trace lacks: CUPTI dropped or never flushed the records
@@ -324,7 +335,7 @@ bool launches_gpu_work(std::string_view call) {
 void count_lost_gpu_records(BuildContext& ctx) {
   for (std::uint32_t i = 0; i < ctx.trace.events.size(); ++i) {
     const TraceEvent& e = ctx.trace.events[i];
-    if (!is_api_call(e.kind) || e.correlation == kNone || !launches_gpu_work(ctx.trace.name_of(e))) continue;
+    if (!is_api_call(e.kind) || e.correlation == kNone || !launches_gpu_work(ctx, e)) continue;
     if (ctx.lookup(ctx.gpu_by_correlation, e.correlation).empty())
       ctx.count(stats::launches_without_gpu_record, e.source_index);
   }

@@ -162,8 +162,8 @@ class SyncBuilder {
   /// device, pinned) only queue their copy and are long for the same reasons as a kernel launch.
   bool copy_call_waits_for_its_copy(std::uint32_t position) const {
     const TraceEvent& call = ctx_.event(position);
+    if (ctx_.role_of(call) != ApiRole::memcpy) return false;
     const auto name = ctx_.trace.name_of(call);
-    if (api_role(name) != ApiRole::memcpy) return false;
     const auto copies = ctx_.lookup(ctx_.gpu_by_correlation, call.correlation);
     if (copies.empty()) return true;
     const auto copy = ctx_.trace.name_of(ctx_.event(copies.front()));
@@ -262,7 +262,7 @@ class SyncBuilder {
                    UnitId next_launch) {
     const TraceEvent& call = ctx_.event(position);
     const TraceEvent* record = sync_record(call);
-    switch (api_role(ctx_.trace.name_of(call))) {
+    switch (ctx_.role_of(call)) {
       case ApiRole::device_sync: return wait_for_device(t);
       case ApiRole::stream_sync: return wait_for_stream(t, record, last_launch);
       case ApiRole::event_sync: return wait_for_event(t, event_point(record, last_record));

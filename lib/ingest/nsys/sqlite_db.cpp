@@ -61,7 +61,7 @@ std::optional<std::string_view> Statement::text(int column) const {
 // --- Database ----------------------------------------------------------------------------------
 
 Database::Database(const std::filesystem::path& path, std::string display_name) : file_(std::move(display_name)) {
-  const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
+  const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     const std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
