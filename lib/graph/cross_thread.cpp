@@ -193,22 +193,36 @@ class CrossThreadInference {
     return !schedule.known || schedule.off_cpu_within(end, next == kNever ? end + ctx_.options.wake_window_ns : next) > 0;
   }
 
-  /// What woke thread `unit` at `limit`: the latest task on another worker thread ending at or
-  /// before it, if `plausible` accepts its end; kNoTask otherwise. A busy thread (launching a
-  /// call every few us) has a task that ended just before almost any resumption, so when a
-  /// hand-off (a task after which its thread went idle: a DALI stage done with its batch, the
-  /// autograd thread done with backward) ended less than thread_idle_ns before that latest task,
-  /// the two are as close as a wake-up's latency and the hand-off is taken: a thread that goes
-  /// idle has finished the work someone waited for.
-  template <typename Plausible>
-  TaskId waker_before(UnitId unit, TimeNs limit, Plausible plausible) const {
+  /// What woke a thread of `unit` that resumed at `resumed`, and whether the hand-off rule chose it.
+  struct Waker {
+    TaskId task = kNoTask;
+    bool handoff = false;
+  };
+
+  /// The latest task on another worker thread that ended at or before `resumed` (within the
+  /// tolerance), no earlier than `earliest` and within wake_window_ns; none when it is not. A
+  /// busy thread (launching a call every few us) has a task that ended just before almost any
+  /// resumption, so when a hand-off (a task after which its thread went idle: a DALI stage done
+  /// with its batch, the autograd thread done with backward) ended less than thread_idle_ns before
+  /// that latest task, the two are as close as a wake-up's latency and the hand-off is taken: a
+  /// thread that goes idle has finished the work someone waited for.
+  Waker waker_before(UnitId unit, TimeNs resumed, TimeNs earliest) const {
+    const TimeNs limit = resumed + ctx_.options.contradiction_tolerance_ns;
+    const auto plausible = [&](TaskId t) {
+      return t != kNoTask && ctx_.times[t].end >= earliest && resumed - ctx_.times[t].end <= ctx_.options.wake_window_ns;
+    };
     const TaskId latest = ends_.latest_before(unit, limit);
-    if (latest == kNoTask || !plausible(ctx_.times[latest].end)) return kNoTask;
+    if (!plausible(latest)) return {};
     const TaskId handoff = handoff_ends_.latest_before(unit, limit);
-    if (handoff == kNoTask || handoff == latest || !plausible(ctx_.times[handoff].end)) return latest;
-    if (ctx_.times[latest].end - ctx_.times[handoff].end >= ctx_.options.thread_idle_ns) return latest;
-    ctx_.count(stats::wakers_by_handoff, ctx_.graph.task(handoff).source_event);
-    return handoff;
+    if (handoff == latest || !plausible(handoff) ||
+        ctx_.times[latest].end - ctx_.times[handoff].end >= ctx_.options.thread_idle_ns)
+      return {latest, false};
+    return {handoff, true};
+  }
+
+  /// Counts a cross_thread edge the hand-off rule decided.
+  void count_handoff(const Waker& waker) {
+    if (waker.handoff) ctx_.count(stats::wakers_by_handoff, ctx_.graph.task(waker.task).source_event);
   }
 
   /// When the thread resumed in (from, to]: its last switch-in there, `to` itself without
@@ -227,27 +241,24 @@ class CrossThreadInference {
     const TimeNs start = ctx_.times[woken].start;
     const auto resumed = resumption(unit, idle_since, start);
     if (!resumed) return;
-    const TaskId waker = waker_before(unit, *resumed + ctx_.options.contradiction_tolerance_ns, [&](TimeNs end) {
-      return end >= idle_since && *resumed - end <= ctx_.options.wake_window_ns;
-    });
-    if (waker == kNoTask) return;
-    const TimeNs waker_end = ctx_.times[waker].end;
-    const TimeNs latency = std::max<TimeNs>(0, start - waker_end);
-    ctx_.graph.add_edge(waker, woken, {EdgeType::cross_thread, Timing::finish_to_start, latency, true});
+    const Waker waker = waker_before(unit, *resumed, idle_since);
+    if (waker.task == kNoTask) return;
+    const TimeNs latency = std::max<TimeNs>(0, start - ctx_.times[waker.task].end);
+    ctx_.graph.add_edge(waker.task, woken, {EdgeType::cross_thread, Timing::finish_to_start, latency, true});
     ctx_.woken[woken] = 1;
+    count_handoff(waker);
   }
 
   void wake_inside_segment(UnitId unit, TaskId segment) {
     const TaskTimes& times = ctx_.times[segment];
     const auto resumed = resumption(unit, times.start, times.end);
     if (!resumed) return;
-    const TaskId waker = waker_before(unit, *resumed + ctx_.options.contradiction_tolerance_ns, [&](TimeNs end) {
-      return end > times.start && *resumed - end <= ctx_.options.wake_window_ns;
-    });
-    if (waker == kNoTask) return;
-    const TimeNs waker_end = ctx_.times[waker].end;
+    const Waker waker = waker_before(unit, *resumed, times.start + 1);  // a waker ends inside the segment
+    if (waker.task == kNoTask) return;
+    const TimeNs waker_end = ctx_.times[waker.task].end;
     if (waker_end > times.end) return drop_contradicted(segment);
-    ctx_.graph.add_edge(waker, segment, {EdgeType::cross_thread, Timing::finish_to_start, 0, true});
+    ctx_.graph.add_edge(waker.task, segment, {EdgeType::cross_thread, Timing::finish_to_start, 0, true});
+    count_handoff(waker);
     GraphAccess::task(ctx_.graph, segment).duration_ns = std::max<TimeNs>(0, times.end - std::max(times.start, waker_end));
     ctx_.count(stats::waits_inside_cpu_ranges, ctx_.graph.task(segment).source_event);
   }
