@@ -59,12 +59,12 @@ void make_pinned(Graph& graph, TaskId copy, double bytes_per_s, TimeNs launch_co
     graph.set_duration(copy, transfer_ns(static_cast<double>(task.bytes), bytes_per_s));
     ++changes.sized;
   }
-  changes.copy_ns_after += task.duration_ns;
+  changes.copy_ns_after += graph.duration_ns(copy);  // `task` may not show it: set_duration on shared records
   ++changes.copies;
   const TaskId call = predecessor(graph, copy, EdgeType::launch);
   if (call == kNoTask) return;  // launched before profiling began: only its duration changes
   graph.edge(call, copy).delay_ns = graph.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::memcpy)];
-  if (graph.task(call).duration_ns > launch_cost_ns) graph.set_duration(call, launch_cost_ns), ++changes.calls_shortened;
+  if (graph.duration_ns(call) > launch_cost_ns) graph.set_duration(call, launch_cost_ns), ++changes.calls_shortened;
   if (!non_blocking) return;
   for (TaskId waiter : own_synchronisations(graph, copy, call)) stop_waiting(graph, copy, waiter), ++changes.syncs_removed;
 }

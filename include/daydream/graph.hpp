@@ -13,6 +13,7 @@
 /// @endcode
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -336,6 +337,9 @@ class SharedCache {
   }
   /// For the owner's changes, which have the graph to themselves (no lock).
   std::shared_ptr<T>& slot() { return value_; }
+  /// The value without the lock, for a reader that knows it is built (null otherwise) and that
+  /// no change of the owner runs meanwhile.
+  T* peek() const { return value_.get(); }
   /// The value for the owner's change (null when none is built): a value copies share is copied
   /// first, into the memory of one this cache was assigned over where there is one (T's
   /// copy-assignment: vectors keep their capacity) rather than into fresh memory.
@@ -376,6 +380,21 @@ class CowPtr {
     detail::unshare(value_, spare_);
     return *value_;
   }
+  /// Whether another holder shares the value (a snapshot: another holder may let go meanwhile).
+  bool shared() const { return value_.use_count() > 1; }
+  /// The value, held: it outlives this holder's unshare.
+  std::shared_ptr<const T> held() const { return value_; }
+  /// The value, unshared by `fill(copy, value)` instead of T's copy-assignment where copies share
+  /// it (into the memory of a value this holder let go, where there is one): a copy made while it
+  /// is changed, in one pass.
+  template <class Fill>
+  T& unshared_by(Fill&& fill) {
+    if (value_.use_count() <= 1) return *value_;
+    std::shared_ptr<T> copy = spare_ ? std::move(spare_) : std::make_shared<T>();
+    fill(*copy, *value_);
+    value_ = std::move(copy);
+    return *value_;
+  }
 
  private:
   std::shared_ptr<T> value_;
@@ -411,11 +430,69 @@ class RoomyVector : public std::vector<T> {
   }
 };
 
+namespace detail {
+
+/// A graph's task records, shared by its copies until one of them changes a record (copy-on-write).
+/// A duration or release set while copies share the records goes to the graph's TaskColumns only,
+/// and the records fall *behind*: the first read of a record then brings them up to date (one copy
+/// of the records, what a change of any other field costs). So a what-if that only sets durations
+/// on a copy of a base graph (faster_gpu, amp, a retimed split scenario) copies no record, and a
+/// reader still sees every record as the mutators left it. Reads from several threads are safe:
+/// the catch-up and copies of a graph that is behind take one process-wide lock.
+class TaskRecords {
+ public:
+  TaskRecords();
+  TaskRecords(const TaskRecords& other);
+  TaskRecords& operator=(const TaskRecords& other);
+  TaskRecords(TaskRecords&& other) noexcept;
+  TaskRecords& operator=(TaskRecords&& other) noexcept;
+
+  bool behind() const { return behind_.load(std::memory_order_acquire); }
+  /// The first record, while not behind() (one load per read instead of a chain through the
+  /// shared vector: Graph::task is called millions of times while a graph is built).
+  const Task* data() const { return data_; }
+  /// Brings the records up to date from `columns`, which hold the times while behind().
+  void catch_up(const TaskColumns& columns) const;
+  /// The records, this holder's own and up to date, for changes of records; call resized() after
+  /// changing their number or capacity.
+  RoomyVector<Task>& own(const TaskColumns* columns) {
+    if (behind()) catch_up(*columns);
+    RoomyVector<Task>& records = records_.unshared();
+    data_ = records.data();
+    return records;
+  }
+  void resized() {
+    data_ = records_->data();
+    size_ = records_->size();
+  }
+  /// Whether another graph shares the records.
+  bool shared() const { return records_.shared(); }
+  /// The records as they are, for their fields other than the times (which may be behind): no
+  /// catch-up, and the pointer keeps them alive while one in another reader replaces them.
+  std::shared_ptr<const RoomyVector<Task>> without_times() const;
+  /// How many records there are, without bringing them up to date.
+  std::size_t size() const { return size_; }
+  /// From now on the columns hold times the records lack (set while shared()).
+  void fall_behind() { behind_.store(true, std::memory_order_release); }
+
+ private:
+  struct Snapshot;
+  explicit TaskRecords(Snapshot snapshot);
+  Snapshot snapshot() const;
+  mutable CowPtr<RoomyVector<Task>> records_;
+  mutable const Task* data_ = nullptr;  // records_->data()
+  mutable std::atomic<bool> behind_{false};
+  std::size_t size_ = 0;  // records_->size(), which a catch-up in another reader may be replacing
+};
+
+}  // namespace detail
+
 class TaskFilter;     // transform.hpp
 class TaskSet;        // transform.hpp
 struct NewTask;       // transform.hpp
 
-/// A task graph. Copyable (deep copy); tasks and units are addressed by dense ids.
+/// A task graph. Copyable (a copy shares what it has not changed: records, columns, edges);
+/// tasks and units are addressed by dense ids.
 class Graph {
  public:
   Graph();
@@ -447,7 +524,7 @@ class Graph {
   /// tasks lose their delays first (remove_block's rule). Throws Error, changing nothing, when a
   /// task is removed already or named twice.
   void remove_all(const std::vector<TaskId>& ids, bool zero_inner_delays = false);
-  bool removed(TaskId id) const { return tasks_[id].removed; }
+  bool removed(TaskId id) const { return task(id).removed; }
   /// add_edge for transformations: both tasks must be live and the edge must not close a cycle.
   void connect(TaskId from, TaskId to, Edge edge);
   /// Deletes every edge from -> to, without bridging: `to` no longer waits for `from` (a
@@ -468,9 +545,19 @@ class Graph {
   std::size_t num_live_tasks() const;
 
   // --- reading ---
-  std::size_t num_tasks() const { return tasks_.size(); }
+  std::size_t num_tasks() const { return records_.size(); }
   std::size_t num_edges() const;
-  const Task& task(TaskId id) const { return tasks_[id]; }
+  /// The task's record. The reference lasts until the graph next changes: set_duration and
+  /// set_release on a graph whose records copies share do not go through it (read the record again,
+  /// or duration_ns()).
+  const Task& task(TaskId id) const {
+    if (records_.behind()) [[unlikely]] catch_up_records();
+    return records_.data()[id];
+  }
+  /// task(id).duration_ns and release_ns, read where they are kept: after set_duration on a graph
+  /// whose records copies share, without bringing the records up to date (detail::TaskRecords).
+  TimeNs duration_ns(TaskId id) const;
+  TimeNs release_ns(TaskId id) const;
   const std::vector<Unit>& units() const { return units_; }
   Unit& unit(UnitId id) { return units_.at(id); }
   std::string_view name(TaskId id) const { return strings_[task(id).name]; }
@@ -560,11 +647,22 @@ class Graph {
  private:
   friend struct GraphAccess;  // lib/graph/graph_access.hpp: the builders' and the engine's access
   Task& mutable_task(TaskId id) {
+    RoomyVector<Task>& records = records_for_change();  // before the columns go: they may hold the times
     task_columns_.slot().reset();  // the caller may change any field
     recorded_order_.slot().reset();
     report_columns_.slot().reset();
-    return tasks_[id];
+    return records[id];
   }
+  /// The task records, up to date (detail::TaskRecords): the first of num_tasks().
+  const Task* records() const {
+    if (records_.behind()) [[unlikely]] catch_up_records();
+    return records_.data();
+  }
+  void catch_up_records() const;
+  /// The task records, up to date and unshared, for a change of some (not of their number).
+  RoomyVector<Task>& records_for_change() { return records_.own(task_columns_.peek()); }
+  /// Sets a task's times (in the columns alone while copies share the records).
+  void set_times(TaskId id, TimeNs duration_ns, TimeNs release_ns);
   /// The tasks the graph held when first asked (removed ones too), by unit, recorded start and
   /// id: what tasks_by_unit() filters instead of sorting every unit's tasks per call. Neither
   /// field changes once a task is added (tasks added later come after the prefix it covers);
@@ -580,6 +678,8 @@ class Graph {
   /// The edges as flat arrays for the simulator; thread-safe, cached until the structure changes.
   std::shared_ptr<const EdgeTable> edge_table() const;
   void check_live(TaskId id, std::string_view what) const;
+  /// Throws Error for an id past the last task.
+  void check_task(TaskId id) const;
   /// Flags a task removed (its edges are gone already), in the columns too where they are built.
   void mark_removed(TaskId id, TaskColumns* columns);
   void ensure_ranks();
@@ -596,7 +696,7 @@ class Graph {
   GraphStorage& structure();              // unshared, for changes
   const GraphStorage& structure() const;  // shared, for reading
   CowPtr<GraphStorage> storage_;
-  RoomyVector<Task> tasks_;
+  detail::TaskRecords records_;
   SharedCache<TaskColumns> task_columns_;
   SharedCache<const std::vector<TaskId>> recorded_order_;
   /// What reports read per task (lib/predict builds it): shared by copies, dropped by a change of

@@ -66,6 +66,96 @@ std::string_view to_string(Phase phase) {
   return "?";
 }
 
+namespace detail {
+
+namespace {
+/// Taken by a catch-up and by copies of records that are behind: a reader bringing a graph's
+/// records up to date must not race another copying them (both are reads of the graph).
+std::mutex& catch_up_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::atomic<std::uint64_t> catch_ups{0};
+}  // namespace
+
+struct TaskRecords::Snapshot {
+  CowPtr<RoomyVector<Task>> records;
+  bool behind;
+};
+
+TaskRecords::TaskRecords() : records_(std::make_shared<RoomyVector<Task>>()) {}
+TaskRecords::TaskRecords(Snapshot snapshot) : records_(std::move(snapshot.records)), behind_(snapshot.behind) {
+  resized();
+}
+TaskRecords::TaskRecords(const TaskRecords& other) : TaskRecords(other.snapshot()) {}
+TaskRecords::TaskRecords(TaskRecords&& other) noexcept
+    : records_(std::move(other.records_)), data_(other.data_), behind_(other.behind_.load(std::memory_order_relaxed)),
+      size_(other.size_) {}
+
+TaskRecords& TaskRecords::operator=(const TaskRecords& other) {
+  if (this == &other) return *this;
+  Snapshot copy = other.snapshot();
+  records_ = copy.records;  // CowPtr's assignment: keeps memory only this graph held, for a later unshare
+  resized();
+  behind_.store(copy.behind, std::memory_order_release);
+  return *this;
+}
+
+TaskRecords& TaskRecords::operator=(TaskRecords&& other) noexcept {
+  records_ = std::move(other.records_);
+  data_ = other.data_;
+  size_ = other.size_;
+  behind_.store(other.behind_.load(std::memory_order_relaxed), std::memory_order_release);
+  return *this;
+}
+
+TaskRecords::Snapshot TaskRecords::snapshot() const {
+  std::unique_lock lock(catch_up_mutex(), std::defer_lock);
+  if (behind()) lock.lock();  // a catch-up of `this` may be under way in another reader
+  return {records_, behind_.load(std::memory_order_relaxed)};
+}
+
+std::shared_ptr<const RoomyVector<Task>> TaskRecords::without_times() const {
+  std::unique_lock lock(catch_up_mutex(), std::defer_lock);
+  if (behind()) lock.lock();
+  return records_.held();
+}
+
+void TaskRecords::catch_up(const TaskColumns& columns) const {
+  std::lock_guard lock(catch_up_mutex());
+  if (!behind_.load(std::memory_order_relaxed)) return;  // another reader did it
+  const auto with_times = [&](RoomyVector<Task>& records) {
+    for (TaskId t = 0; t < records.size(); ++t) {
+      records[t].duration_ns = columns.duration_ns[t];
+      records[t].release_ns = columns.release_ns[t];
+    }
+  };
+  const auto copy_with_times = [&](RoomyVector<Task>& into, const RoomyVector<Task>& from) {
+    if (into.capacity() < from.size()) into.reserve(from.size() + from.size() / 8 + 16);  // RoomyVector's room
+    into.resize(from.size());
+    for (TaskId t = 0; t < from.size(); ++t) {
+      Task& task = into[t] = from[t];
+      task.duration_ns = columns.duration_ns[t];
+      task.release_ns = columns.release_ns[t];
+    }
+  };
+  bool copied = false;  // else the records were this graph's alone (the other holders let go)
+  RoomyVector<Task>& records = records_.unshared_by([&](RoomyVector<Task>& into, const RoomyVector<Task>& from) {
+    copy_with_times(into, from);
+    copied = true;
+  });
+  if (!copied) with_times(records);
+  data_ = records.data();
+  catch_ups.fetch_add(1, std::memory_order_relaxed);
+  behind_.store(false, std::memory_order_release);
+}
+
+}  // namespace detail
+
+std::uint64_t GraphAccess::record_catch_ups() { return detail::catch_ups.load(std::memory_order_relaxed); }
+
+void Graph::catch_up_records() const { records_.catch_up(*task_columns_.peek()); }
+
 Graph::Graph() : storage_(std::make_shared<GraphStorage>()) {
   strings_.emplace_back();
   string_index_.emplace(std::string(), 0);
@@ -295,12 +385,14 @@ void GraphAccess::share_edge_tables(Graph& graph) { graph.table_cache_ = std::ma
 std::shared_ptr<const TaskColumns> Graph::task_columns() const {
   return task_columns_.get_or_make([this] {
     auto columns = std::make_shared<TaskColumns>();
-    columns->duration_ns.reserve(tasks_.size());
-    columns->release_ns.reserve(tasks_.size());
-    columns->unit.reserve(tasks_.size());
-    columns->removed.reserve(tasks_.size());
-    columns->kind.reserve(tasks_.size());
-    for (const Task& task : tasks_) columns->append(task);
+    const Task* tasks = records_.data();  // never behind without columns
+    const std::size_t n = num_tasks();
+    columns->duration_ns.reserve(n);
+    columns->release_ns.reserve(n);
+    columns->unit.reserve(n);
+    columns->removed.reserve(n);
+    columns->kind.reserve(n);
+    for (std::size_t t = 0; t < n; ++t) columns->append(tasks[t]);
     return columns;
   });
 }
@@ -310,14 +402,16 @@ std::shared_ptr<const std::vector<TaskId>> Graph::recorded_order() const {
     // Bucketed by unit (ids ascending within each), then each unit sorted by recorded start,
     // ties by id: the order of a sort by (unit, start, id). A builder adds most units' tasks
     // in recorded order already, so most buckets pass the check and are never sorted.
+    const Task* tasks = records();
+    const std::size_t n = num_tasks();
     std::vector<std::uint32_t> first(units_.size() + 1, 0);
-    for (const Task& task : tasks_) ++first[std::size_t{task.unit} + 1];
+    for (std::size_t t = 0; t < n; ++t) ++first[std::size_t{tasks[t].unit} + 1];
     std::partial_sum(first.begin(), first.end(), first.begin());
-    auto order = std::make_shared<std::vector<TaskId>>(tasks_.size());
+    auto order = std::make_shared<std::vector<TaskId>>(n);
     std::vector<std::uint32_t> next(first.begin(), first.end() - 1);
-    for (TaskId t = 0; t < tasks_.size(); ++t) (*order)[next[tasks_[t].unit]++] = t;
-    const auto by_start = [this](TaskId a, TaskId b) {
-      return std::tie(tasks_[a].recorded_start_ns, a) < std::tie(tasks_[b].recorded_start_ns, b);
+    for (TaskId t = 0; t < n; ++t) (*order)[next[tasks[t].unit]++] = t;
+    const auto by_start = [&tasks](TaskId a, TaskId b) {
+      return std::tie(tasks[a].recorded_start_ns, a) < std::tie(tasks[b].recorded_start_ns, b);
     };
     for (std::size_t u = 0; u + 1 < first.size(); ++u) {
       const auto begin = order->begin() + first[u], end = order->begin() + first[u + 1];
@@ -331,7 +425,8 @@ TaskColumns* Graph::task_columns_for_change() { return task_columns_.unshared();
 const GraphStorage& Graph::structure() const { return *storage_; }
 
 void Graph::reserve(std::size_t tasks, std::size_t edges) {
-  reserve_dense(tasks_, tasks);
+  reserve_dense(records_for_change(), tasks);
+  records_.resized();
   structure().edges.reserve(tasks, edges);
 }
 
@@ -342,9 +437,10 @@ UnitId Graph::add_unit(Unit unit) {
 
 TaskId Graph::add_task(Task task) {
   if (task.unit >= units_.size()) throw Error(fmt::format("add_task: unknown unit {}", task.unit));
-  if (tasks_.size() >= kMaxGraphTasks) throw Error(fmt::format("add_task: a graph holds at most {} tasks", kMaxGraphTasks));
+  if (num_tasks() >= kMaxGraphTasks) throw Error(fmt::format("add_task: a graph holds at most {} tasks", kMaxGraphTasks));
   const TaskId id = structure().edges.add_vertex();
-  tasks_.push_back(task);
+  records_for_change().push_back(task);
+  records_.resized();
   if (TaskColumns* columns = task_columns_for_change()) columns->append(task);
   TopologicalRanks& ranks = storage_->ranks;  // unshared by structure() above
   if (ranks.valid) ranks.rank.push_back(ranks.next), ranks.next += TopologicalRanks::kSpacing;
@@ -373,28 +469,55 @@ std::size_t Graph::num_edges() const { return structure().edges.num_edges(); }
 
 
 void Graph::set_duration(TaskId id, TimeNs duration_ns) {
+  check_task(id);
   if (duration_ns < 0) throw Error(fmt::format("task {}: negative duration {} ns", id, duration_ns));
   if (duration_ns > kMaxTaskDurationNs)
     throw Error(fmt::format("task {} '{}': duration {} ns is longer than one day, the longest daydream accepts", id,
                             name(id), duration_ns));
-  Task& task = tasks_.at(id);
-  task.duration_ns = duration_ns;
-  if (TaskColumns* columns = task_columns_for_change()) columns->set_times(id, duration_ns, task.release_ns);
+  set_times(id, duration_ns, release_ns(id));
 }
 
 void Graph::set_release(TaskId id, TimeNs release_ns) {
-  Task& task = tasks_.at(id);
+  check_task(id);
+  set_times(id, duration_ns(id), release_ns);
+}
+
+void Graph::check_task(TaskId id) const {
+  if (id >= num_tasks()) throw Error(fmt::format("no task {} (the graph has {})", id, num_tasks()));
+}
+
+void Graph::set_times(TaskId id, TimeNs duration_ns, TimeNs release_ns) {
+  TaskColumns* columns = task_columns_for_change();
+  if (columns && records_.shared()) {  // the copies keep sharing the records: the columns hold the times
+    columns->set_times(id, duration_ns, release_ns);
+    records_.fall_behind();
+    return;
+  }
+  Task& task = records_for_change()[id];
+  task.duration_ns = duration_ns;
   task.release_ns = release_ns;
-  if (TaskColumns* columns = task_columns_for_change()) columns->set_times(id, task.duration_ns, release_ns);
+  if (columns) columns->set_times(id, duration_ns, release_ns);
+}
+
+TimeNs Graph::duration_ns(TaskId id) const {
+  check_task(id);
+  return records_.behind() ? task_columns_.peek()->duration_ns[id] : records_.data()[id].duration_ns;
+}
+
+TimeNs Graph::release_ns(TaskId id) const {
+  check_task(id);
+  return records_.behind() ? task_columns_.peek()->release_ns[id] : records_.data()[id].release_ns;
 }
 
 void Graph::rename(TaskId id, std::string_view name) {
-  tasks_.at(id).name = intern(name);
+  check_task(id);
+  records_for_change()[id].name = intern(name);
   report_columns_.slot().reset();  // a call's name decides whether it waits for the GPU
 }
 
 void Graph::set_blocking(TaskId id, bool blocking) {
-  tasks_.at(id).blocking = blocking;
+  check_task(id);
+  records_for_change()[id].blocking = blocking;
   report_columns_.slot().reset();
 }
 

@@ -45,6 +45,20 @@ struct GraphAccess {
   static std::shared_ptr<const ReportColumns> report_columns_if_built(const Graph& graph) {
     return graph.report_columns_.get();
   }
+  /// Drops the report columns (shared from the graph it was copied from, they do not cover the
+  /// tasks added since), so that the next report_columns() builds them for every task.
+  static void drop_report_columns(Graph& graph) { graph.report_columns_.slot().reset(); }
+  /// How many times, in this process, a graph's task records were brought up to date after
+  /// durations set while copies shared them (detail::TaskRecords): each is a copy of the records.
+  static std::uint64_t record_catch_ups();
+  /// The task records for fields other than duration_ns and release_ns, which may lag behind the
+  /// graph's (detail::TaskRecords): what a reader of other fields of every task uses so as not to
+  /// copy the records of a what-if that only set times.
+  static std::shared_ptr<const RoomyVector<Task>> records_without_times(const Graph& graph) {
+    return graph.records_.without_times();
+  }
+  /// Whether another graph shares this graph's task records (a copy that changed none).
+  static bool shares_records(const Graph& graph) { return graph.records_.shared(); }
 };
 
 }  // namespace daydream

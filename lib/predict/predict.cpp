@@ -47,9 +47,9 @@ std::pair<TimeNs, TimeNs> window_of(const std::vector<IterationSpan>& spans) {
 std::vector<bool> run_units(const Graph& graph) {
   std::vector<bool> in_run(graph.units().size(), false);
   for (UnitId u = 0; u < graph.units().size(); ++u) in_run[u] = graph.units()[u].kind != UnitKind::cpu_thread;
-  for (const Iteration& it : graph.iterations())
-    if (it.first_task != kNoTask) in_run[graph.task(it.first_task).unit] = true;
   const auto columns = GraphAccess::task_columns(graph);  // 5 bytes a task, not a 104-byte record
+  for (const Iteration& it : graph.iterations())
+    if (it.first_task != kNoTask) in_run[columns->unit[it.first_task]] = true;
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {
     const UnitId unit = columns->unit[t];
     if (in_run[unit] || columns->removed[t]) continue;  // a unit needs one launch

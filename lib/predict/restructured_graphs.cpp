@@ -5,10 +5,15 @@
 
 #include "daydream/error.hpp"
 #include "graph/graph_access.hpp"
+#include "graph/graph_storage.hpp"  // ReportColumns
 #include "predict/report_columns.hpp"
 
 namespace daydream {
 bool prepare_copy_source(Graph& graph) {
+  // A restructured graph shares its base's columns, which leave out the tasks it inserted: its
+  // copies' reports would read those from the records, bringing them up to date after a retime.
+  if (const auto built = report_columns_if_built(graph); built && !built->covers(TaskId(graph.num_tasks() - 1)))
+    GraphAccess::drop_report_columns(graph);
   report_columns(graph);
   try {
     GraphAccess::prepare_for_copies(graph);  // columns, recorded order, ranks

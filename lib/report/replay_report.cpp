@@ -51,13 +51,13 @@ TimeNs measured_gap(const Iteration& before, const Iteration& next) {
 /// where the next one starts; a window after a range starts no later than that range's simulated
 /// end plus the measured gap, so a wait a scenario adds before the next range's first task
 /// counts in the next iteration, never in none.
-void link_neighbours(const Graph& graph, std::vector<IterationSpan>& spans) {
+void link_neighbours(const Graph& graph, const TaskColumns& columns, std::vector<IterationSpan>& spans) {
   const auto& iterations = graph.iterations();
   for (std::size_t k = 0; k + 1 < spans.size(); ++k) {
     const Iteration& it = iterations[spans[k].index];
     const Iteration& next = iterations[spans[k + 1].index];
     if (spans[k + 1].index != spans[k].index + 1) continue;
-    if (graph.task(it.first_task).unit != graph.task(next.first_task).unit) continue;
+    if (columns.unit[it.first_task] != columns.unit[next.first_task]) continue;
     if (it.to_next_start)
       spans[k].end_ns = spans[k + 1].start_ns;
     else
@@ -94,11 +94,11 @@ void each_task_on(const Graph& graph, const std::vector<char>& units, Visit&& vi
 std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const SimulationResult& result) {
   const auto& iterations = graph.iterations();
   std::vector<std::pair<TimeNs, TimeNs>> span(iterations.size(), {std::numeric_limits<TimeNs>::max(), -1});
-  std::vector<char> marking(graph.units().size(), 0);  // the units whose tasks open and close iterations
-  for (const Iteration& it : iterations)
-    if (it.first_task != kNoTask) marking[graph.task(it.first_task).unit] = 1;
   // Columns where a Predictor's base built them (a sweep reads a few bytes a task), else records.
   const auto columns = GraphAccess::task_columns(graph);
+  std::vector<char> marking(graph.units().size(), 0);  // the units whose tasks open and close iterations
+  for (const Iteration& it : iterations)
+    if (it.first_task != kNoTask) marking[columns->unit[it.first_task]] = 1;
   const auto report = report_columns_if_built(graph);
   each_task_on(graph, marking, [&](TaskId t) {  // a min and a max: the order of the visits does not matter
     if (columns->removed[t]) return;
@@ -113,7 +113,7 @@ std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const S
   for (std::size_t i = 0; i < span.size(); ++i)
     if (span[i].second >= 0)
       out.push_back({i, span[i].first - iterations[i].open_offset_ns, span[i].second + iterations[i].close_offset_ns});
-  link_neighbours(graph, out);
+  link_neighbours(graph, *columns, out);
   return out;
 }
 

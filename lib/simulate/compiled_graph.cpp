@@ -26,32 +26,35 @@ void check_delay(const Graph& graph, const EdgeTable& edges, std::size_t index) 
   if (delay > kMaxDelayNs) throw_out_of_range(edge_text(graph, edges, index) + ": delay", delay, "2^61 ns");
 }
 
-TaskId thread_predecessor(const Graph& graph, TaskId t, TimeNs& gap) {
+TaskId thread_predecessor(const Graph& graph, const Task* tasks, TaskId t, TimeNs& gap) {
   for (const auto& pred : graph.predecessors(t)) {
-    if (pred.edge.type != EdgeType::cpu_sequential || graph.task(pred.task).unit != graph.task(t).unit) continue;
+    if (pred.edge.type != EdgeType::cpu_sequential || tasks[pred.task].unit != tasks[t].unit) continue;
     gap = pred.edge.delay_ns;
     return pred.task;
   }
   return kNoTask;
 }
 
+// The two below read fields a what-if that only sets times leaves alone (records_without_times).
 void compile_locks(const Graph& graph, CompiledGraph& c) {
+  const auto records = GraphAccess::records_without_times(graph);
   c.lock_holder.assign(c.duration.size(), kNoTask);
   c.thread_previous.assign(c.duration.size(), kNoTask);
   c.thread_gap.assign(c.duration.size(), 0);
   for (TaskId t = 0; t < c.duration.size(); ++t) {
-    const TaskId holder = graph.task(t).lock_held_by;
+    const TaskId holder = (*records)[t].lock_held_by;
     if (c.removed[t] || holder >= c.duration.size() || c.removed[holder]) continue;
     c.lock_holder[t] = holder;
-    c.thread_previous[holder] = thread_predecessor(graph, holder, c.thread_gap[holder]);
+    c.thread_previous[holder] = thread_predecessor(graph, records->data(), holder, c.thread_gap[holder]);
   }
 }
 
 void compile_occupancy(const Graph& graph, CompiledGraph& c) {
+  const auto records = GraphAccess::records_without_times(graph);
   c.held_by.assign(c.duration.size(), kNoTask);
   c.let_in.assign(c.duration.size(), 0.0);
   for (TaskId t = 0; t < c.duration.size(); ++t) {
-    const Task& task = graph.task(t);
+    const Task& task = (*records)[t];
     if (task.sm_held_by >= c.duration.size() || c.removed[task.sm_held_by]) continue;
     c.held_by[t] = task.sm_held_by;
     c.let_in[t] = task.sm_let_in;
@@ -99,6 +102,11 @@ CompiledGraph compile(const Graph& graph) {
 void add_priorities(const Graph& graph, const SchedulePolicy& policy, CompiledGraph& compiled) {
   compiled.by_ready_time = policy.by_ready_time();
   compiled.priority.resize(graph.num_tasks());
+  if (dynamic_cast<const TraceOrderPolicy*>(&policy)) {  // its priority() without a catch-up of the records
+    const auto records = GraphAccess::records_without_times(graph);
+    for (TaskId t = 0; t < graph.num_tasks(); ++t) compiled.priority[t] = static_cast<double>((*records)[t].recorded_start_ns);
+    return;
+  }
   for (TaskId t = 0; t < graph.num_tasks(); ++t) compiled.priority[t] = policy.priority(graph, t);
 }
 

@@ -196,12 +196,13 @@ void Graph::disconnect(TaskId from, TaskId to) {
 }
 
 void Graph::mark_removed(TaskId id, TaskColumns* columns) {
-  tasks_[id].removed = true;
+  Task& task = records_for_change()[id];
+  task.removed = true;
   ++removed_count_;
   if (!columns) return;
   columns->removed[id] = 1;
-  columns->held_by_occupancy -= tasks_[id].sm_held_by != kNoTask;
-  columns->held_by_lock -= tasks_[id].lock_held_by != kNoTask;
+  columns->held_by_occupancy -= task.sm_held_by != kNoTask;
+  columns->held_by_lock -= task.lock_held_by != kNoTask;
 }
 
 void Graph::remove(TaskId id) {

@@ -165,11 +165,11 @@ TaskSet& TaskSet::scale(double factor) {
   if (!std::isfinite(factor) || factor < 0)
     throw Error(fmt::format("scale: the factor must be a finite number >= 0, got {}", factor));
   for (TaskId t : ids_) {
-    const double scaled = static_cast<double>(graph_->task(t).duration_ns) * factor;
+    const double scaled = static_cast<double>(graph_->duration_ns(t)) * factor;
     if (scaled > static_cast<double>(kMaxTaskDurationNs))  // checked before rounding, which would overflow
       throw Error(fmt::format("scale: task {} '{}' would last {:.4g} ns ({} ns x {:g}), longer than one day, the "
                               "longest daydream accepts",
-                              t, graph_->name(t), scaled, graph_->task(t).duration_ns, factor));
+                              t, graph_->name(t), scaled, graph_->duration_ns(t), factor));
     graph_->set_duration(t, std::llround(scaled));
   }
   return *this;
@@ -183,7 +183,7 @@ TaskSet& TaskSet::set_duration(TimeNs duration_ns) {
 
 TaskSet& TaskSet::shrink(TimeNs by_ns) {
   if (by_ns < 0) throw Error(fmt::format("shrink: negative amount {} ns", by_ns));
-  for (TaskId t : ids_) graph_->set_duration(t, std::max<TimeNs>(0, graph_->task(t).duration_ns - by_ns));
+  for (TaskId t : ids_) graph_->set_duration(t, std::max<TimeNs>(0, graph_->duration_ns(t) - by_ns));
   return *this;
 }
 
@@ -199,14 +199,14 @@ void TaskSet::remove() { graph_->remove_all(ids_); }
 
 TimeNs TaskSet::total_duration_ns() const {
   TimeNs total = 0;
-  for (TaskId t : ids_) total += graph_->task(t).duration_ns;
+  for (TaskId t : ids_) total += graph_->duration_ns(t);
   return total;
 }
 
 TimeNs TaskSet::median_duration_ns() const {
   std::vector<TimeNs> durations;
   durations.reserve(ids_.size());
-  for (TaskId t : ids_) durations.push_back(graph_->task(t).duration_ns);
+  for (TaskId t : ids_) durations.push_back(graph_->duration_ns(t));
   return text::median(std::move(durations), text::EvenCount::upper);
 }
 

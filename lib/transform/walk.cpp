@@ -104,15 +104,17 @@ std::vector<std::vector<TaskId>> tasks_by_unit(const Graph& graph) {
   for (auto t = static_cast<TaskId>(order->size()); t < graph.num_tasks(); ++t)
     if (!columns->removed[t]) added.push_back(t);
   if (added.empty()) return by_unit;
+  const auto records = GraphAccess::records_without_times(graph);  // units and recorded starts, read once
+  const Task* task = records->data();
   const auto earlier = [&](TaskId a, TaskId b) {
-    return std::pair(graph.task(a).recorded_start_ns, a) < std::pair(graph.task(b).recorded_start_ns, b);
+    return std::pair(task[a].recorded_start_ns, a) < std::pair(task[b].recorded_start_ns, b);
   };
   std::sort(added.begin(), added.end(), [&](TaskId a, TaskId b) {
-    return graph.task(a).unit != graph.task(b).unit ? graph.task(a).unit < graph.task(b).unit : earlier(a, b);
+    return task[a].unit != task[b].unit ? task[a].unit < task[b].unit : earlier(a, b);
   });
   for (auto from = added.begin(); from != added.end();) {
-    const UnitId unit = graph.task(*from).unit;
-    const auto to = std::find_if(from, added.end(), [&](TaskId t) { return graph.task(t).unit != unit; });
+    const UnitId unit = task[*from].unit;
+    const auto to = std::find_if(from, added.end(), [&](TaskId t) { return task[t].unit != unit; });
     std::vector<TaskId>& list = by_unit[unit];
     const auto middle = static_cast<std::ptrdiff_t>(list.size());
     list.insert(list.end(), from, to);

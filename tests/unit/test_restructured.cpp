@@ -11,6 +11,7 @@
 #include "daydream/predict.hpp"
 #include "daydream/scenario.hpp"
 #include "daydream/transform.hpp"
+#include "graph/graph_access.hpp"
 #include "shared_traces.hpp"
 #include "unit/graph_helpers.hpp"
 
@@ -120,6 +121,28 @@ TEST_CASE("a Predictor restructures a key twice, then copies the kept graph and 
                              "test_split:count=5,factor=3", "test_split:label=x,factor=9", "test_split:count=7",
                              "test_split:count=6,factor=0", "test_split:factor=8"})
       check_same_as_fresh(predictor, base, registry, spec);
+}
+
+TEST_CASE("a Predictor's what-ifs that only set times copy no task record", "[predict][split][reuse]") {
+  std::mt19937 rng(8);
+  const Graph base = test::random_chained_graph(rng, 4, 80);
+  const ScenarioRegistry registry = probe_registry(std::make_shared<Calls>());
+  const Predictor probe(base, registry), builtin(base);
+  const std::uint64_t catch_ups = GraphAccess::record_catch_ups();
+  Graph changed;
+  SimulationResult result;
+  const auto shares_after = [&](const Predictor& predictor, const char* spec) {
+    INFO(spec);
+    (void)predictor.predict(parse_scenario_spec(spec), changed, result);
+    return GraphAccess::shares_records(changed);
+  };
+  CHECK(shares_after(builtin, "faster_gpu:factor=2"));  // scaled on a copy of the base
+  CHECK(shares_after(builtin, "faster_gpu:factor=3"));
+  CHECK_FALSE(shares_after(probe, "test_split:factor=1"));  // a copy of the base restructured: tasks inserted
+  CHECK(shares_after(probe, "test_split:factor=2"));  // restructured and kept: a copy of it retimed
+  CHECK(shares_after(probe, "test_split:factor=3"));
+  CHECK(GraphAccess::record_catch_ups() == catch_ups);  // nor did their reports bring the records up to date
+  check_same_as_fresh(probe, base, registry, "test_split:factor=4");
 }
 
 TEST_CASE("a split scenario's error through a Predictor names the scenario", "[predict][split]") {

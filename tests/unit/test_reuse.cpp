@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include "daydream/ingest.hpp"
 #include "daydream/report/replay.hpp"
@@ -59,6 +61,18 @@ std::vector<std::vector<TaskId>> sorted_by_unit(const Graph& g) {
     std::stable_sort(list.begin(), list.end(),
                      [&](TaskId a, TaskId b) { return g.task(a).recorded_start_ns < g.task(b).recorded_start_ns; });
   return by_unit;
+}
+
+/// `tasks` CPU tasks of 10 ns, one after another on `unit` (added first, as unit 0, where absent).
+void add_chain(Graph& g, TaskId tasks, UnitId unit = 0) {
+  if (g.units().empty()) g.add_unit({UnitKind::cpu_thread, "cpu", 1, 1});
+  for (TaskId t = 0; t < tasks; ++t) {
+    Task task;
+    task.unit = unit;
+    task.duration_ns = 10;
+    const TaskId id = g.add_task(task);
+    if (t > 0) g.add_edge(id - 1, id, {EdgeType::cpu_sequential, Timing::finish_to_start, 0, false});
+  }
 }
 
 }  // namespace
@@ -187,13 +201,7 @@ TEST_CASE("a base's copies reuse the edge table of a structure built twice, and 
   Graph plain;
   const UnitId cpu = plain.add_unit({UnitKind::cpu_thread, "cpu", 1, 1});
   const UnitId other = plain.add_unit({UnitKind::cpu_thread, "other", 1, 2});
-  for (TaskId t = 0; t < 200; ++t) {
-    Task task;
-    task.unit = cpu;
-    task.duration_ns = 10;
-    plain.add_task(task);
-    if (t > 0) plain.add_edge(t - 1, t, {EdgeType::cpu_sequential, Timing::finish_to_start, 0, false});
-  }
+  add_chain(plain, 200, cpu);
   Graph base = plain;
   GraphAccess::share_edge_tables(base);
   (void)simulate(base);
@@ -240,4 +248,59 @@ TEST_CASE("a base's copies reuse the edge table of a structure built twice, and 
   check_same_result(r3, simulate(with_task_on(plain, cpu)));
   // A what-if that keeps the base's structure shares the base's table, as before.
   CHECK(table(scaled(base, 2.0)) == table(base));
+}
+
+TEST_CASE("a copy shares the task records until it changes one, and times set meanwhile reach them on their first read",
+          "[transform][reuse]") {
+  Graph base;
+  add_chain(base, 100);
+  (void)simulate(base);  // builds the task columns, which hold a copy's times while its records are shared
+  const std::uint64_t base_print = base.fingerprint();
+  const std::uint64_t catch_ups = GraphAccess::record_catch_ups();
+
+  Graph copy = base;
+  copy.select().scale(3.0);  // TaskSet::scale reads the times it scales from the columns
+  copy.set_release(0, 7);
+  CHECK(GraphAccess::shares_records(copy));  // nothing copied them
+  CHECK(copy.duration_ns(5) == 30);
+  CHECK(copy.release_ns(0) == 7);
+  CHECK(simulate(copy).end_ns[99] == 7 + 100 * 30);  // the simulator reads the columns
+  CHECK(GraphAccess::record_catch_ups() == catch_ups);
+
+  const Graph copy_of_copy = copy;  // behind too: shares those records and the columns
+  CHECK(copy.task(5).duration_ns == 30);  // the first read of a record brings them up to date
+  CHECK(copy.task(0).release_ns == 7);
+  CHECK(GraphAccess::record_catch_ups() == catch_ups + 1);
+  CHECK_FALSE(GraphAccess::shares_records(copy));
+  CHECK(copy_of_copy.task(99).duration_ns == 30);  // its own catch-up
+  CHECK(GraphAccess::record_catch_ups() == catch_ups + 2);
+
+  Graph unshared = base;  // the same what-if on records copied first: the same graph
+  unshared.rename(0, "");
+  unshared.select().scale(3.0);
+  unshared.set_release(0, 7);
+  CHECK(unshared.fingerprint() == copy.fingerprint());
+  CHECK(unshared.fingerprint() == copy_of_copy.fingerprint());
+  CHECK(GraphAccess::record_catch_ups() == catch_ups + 2);  // set on records of its own: in place
+
+  Graph renamed = base;  // a change of another field after a time: both kept
+  renamed.set_duration(3, 77);
+  renamed.rename(3, "renamed");
+  CHECK(renamed.task(3).duration_ns == 77);
+  CHECK(renamed.name(3) == "renamed");
+  CHECK(base.task(3).duration_ns == 10);
+  CHECK(base.fingerprint() == base_print);  // nothing reached the records the copies shared
+
+  Graph shared_by_readers = base;  // readers on several threads catch up once, each reading every time
+  shared_by_readers.select().scale(2.0);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 4; ++r)
+    readers.emplace_back([&] {
+      for (TaskId t = 0; t < 100; ++t) wrong += shared_by_readers.task(t).duration_ns != 20;
+      const Graph copied = shared_by_readers;
+      wrong += copied.task(50).duration_ns != 20;
+    });
+  for (auto& reader : readers) reader.join();
+  CHECK(wrong == 0);
 }
