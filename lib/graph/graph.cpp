@@ -124,27 +124,19 @@ std::shared_ptr<const RoomyVector<Task>> TaskRecords::without_times() const {
 void TaskRecords::catch_up(const TaskColumns& columns) const {
   std::lock_guard lock(catch_up_mutex());
   if (!behind_.load(std::memory_order_relaxed)) return;  // another reader did it
-  const auto with_times = [&](RoomyVector<Task>& records) {
-    for (TaskId t = 0; t < records.size(); ++t) {
-      records[t].duration_ns = columns.duration_ns[t];
-      records[t].release_ns = columns.release_ns[t];
-    }
-  };
-  const auto copy_with_times = [&](RoomyVector<Task>& into, const RoomyVector<Task>& from) {
-    if (into.capacity() < from.size()) into.reserve(from.size() + from.size() / 8 + 16);  // RoomyVector's room
-    into.resize(from.size());
-    for (TaskId t = 0; t < from.size(); ++t) {
-      Task& task = into[t] = from[t];
-      task.duration_ns = columns.duration_ns[t];
-      task.release_ns = columns.release_ns[t];
-    }
+  const auto take_times = [&](Task& task, TaskId t) {
+    task.duration_ns = columns.duration_ns[t];
+    task.release_ns = columns.release_ns[t];
   };
   bool copied = false;  // else the records were this graph's alone (the other holders let go)
   RoomyVector<Task>& records = records_.unshared_by([&](RoomyVector<Task>& into, const RoomyVector<Task>& from) {
-    copy_with_times(into, from);
+    if (into.capacity() < from.size()) into.reserve(from.size() + from.size() / 8 + 16);  // RoomyVector's room
+    into.resize(from.size());
+    for (TaskId t = 0; t < from.size(); ++t) take_times(into[t] = from[t], t);  // one pass: copy, then times
     copied = true;
   });
-  if (!copied) with_times(records);
+  if (!copied)
+    for (TaskId t = 0; t < records.size(); ++t) take_times(records[t], t);
   data_ = records.data();
   catch_ups.fetch_add(1, std::memory_order_relaxed);
   behind_.store(false, std::memory_order_release);
