@@ -25,7 +25,7 @@ from shared_traces import trace_files  # noqa: E402
 
 
 def survey_files(shared: pathlib.Path) -> list[pathlib.Path]:
-    """Single-trace inputs under traces/ and pairs/ (the DLRM ranks are one job: rank 0 only)."""
+    """Single-trace inputs under traces/ and pairs/ (a job's rank files count once: its first rank)."""
     return trace_files(shared, one_rank_per_job=True)
 
 
