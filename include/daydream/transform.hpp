@@ -163,6 +163,8 @@ std::vector<TaskId> launched_by(const Graph& graph, const std::vector<TaskId>& c
 
 /// The live tasks of every unit in recorded-start order (ties by id), indexed by unit id.
 std::vector<std::vector<TaskId>> tasks_by_unit(const Graph& graph);
+/// tasks_by_unit(graph)[unit] alone: a unit's stretch of the order, not every unit's.
+std::vector<TaskId> tasks_of_unit(const Graph& graph, UnitId unit);
 /// `tasks` grouped by unit (units in id order), each group in recorded-start order (ties by id):
 /// the GPU work of a stretch per stream, with its first and last task on each.
 std::map<UnitId, std::vector<TaskId>> group_by_unit(const Graph& graph, const std::vector<TaskId>& tasks);

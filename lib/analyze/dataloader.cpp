@@ -3,6 +3,7 @@
 #include "daydream/analyze.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "common/text.hpp"
 #include "daydream/transform.hpp"
@@ -16,20 +17,17 @@ std::vector<BatchLoad> batch_loads(Graph& graph) {
     if (!loads.empty() && loads.back().range.unit == r.unit && r.start_ns < loads.back().range.end_ns) continue;
     loads.push_back({r, {}, text::contains(graph.string(r.name), "MultiProcessing")});
   }
-  auto inside = graph.select(TaskFilter().unit_kind(UnitKind::cpu_thread).within("^enumerate\\(DataLoader\\)"));
-  for (TaskId t : inside) {
-    const Task& task = graph.task(t);
-    for (auto& load : loads)
-      if (load.range.unit == task.unit && task.recorded_start_ns >= load.range.start_ns &&
-          task.recorded_start_ns < load.range.end_ns)
-        load.tasks.push_back(t);
+  // Each range's tasks on its thread, from that thread's stretch of the recorded order (one per
+  // thread), without the tasks a transformation inserted (they record no trace event).
+  std::map<UnitId, std::vector<TaskId>> thread_tasks;
+  for (BatchLoad& load : loads) {
+    auto [it, fresh] = thread_tasks.try_emplace(load.range.unit);
+    if (fresh) it->second = tasks_of_unit(graph, load.range.unit);
+    load.tasks = tasks_in(graph, it->second, {load.range.unit, load.range.start_ns, load.range.end_ns});
+    std::erase_if(load.tasks, [&](TaskId t) { return graph.task(t).source_event == kNone; });
   }
   std::erase_if(loads, [](const BatchLoad& l) { return l.tasks.empty(); });
   std::stable_sort(loads.begin(), loads.end(), [](const BatchLoad& a, const BatchLoad& b) { return a.range.start_ns < b.range.start_ns; });
-  for (auto& l : loads)
-    std::sort(l.tasks.begin(), l.tasks.end(), [&](TaskId a, TaskId b) {
-      return graph.task(a).recorded_start_ns < graph.task(b).recorded_start_ns;
-    });
   return loads;
 }
 

@@ -92,18 +92,17 @@ std::vector<TaskId> launched_by(const Graph& graph, const std::vector<TaskId>& c
   return launched;
 }
 
-std::vector<std::vector<TaskId>> tasks_by_unit(const Graph& graph) {
-  // The graph's recorded order covers the tasks it held when first asked; tasks added since
-  // (a what-if's) are sorted here and merged in. Within a unit: by recorded start, then id.
-  const auto order = GraphAccess::recorded_order(graph);
-  const auto columns = GraphAccess::task_columns(graph);
-  std::vector<std::vector<TaskId>> by_unit(graph.units().size());
-  for (const TaskId t : *order)
-    if (!columns->removed[t]) by_unit[columns->unit[t]].push_back(t);
+namespace {
+
+/// Merges the live tasks added since the graph's recorded order was built (`from` on) into
+/// `by_unit`'s lists (recorded start, then id), for the units `wanted` keeps.
+template <class Wanted>
+void merge_added_tasks(const Graph& graph, TaskId from, const TaskColumns& columns,
+                       std::vector<std::vector<TaskId>>& by_unit, Wanted&& wanted) {
   std::vector<TaskId> added;
-  for (auto t = static_cast<TaskId>(order->size()); t < graph.num_tasks(); ++t)
-    if (!columns->removed[t]) added.push_back(t);
-  if (added.empty()) return by_unit;
+  for (TaskId t = from; t < graph.num_tasks(); ++t)
+    if (!columns.removed[t] && wanted(columns.unit[t])) added.push_back(t);
+  if (added.empty()) return;
   const auto records = GraphAccess::records_without_times(graph);  // units and recorded starts, read once
   const Task* task = records->data();
   const auto earlier = [&](TaskId a, TaskId b) {
@@ -112,16 +111,42 @@ std::vector<std::vector<TaskId>> tasks_by_unit(const Graph& graph) {
   std::sort(added.begin(), added.end(), [&](TaskId a, TaskId b) {
     return task[a].unit != task[b].unit ? task[a].unit < task[b].unit : earlier(a, b);
   });
-  for (auto from = added.begin(); from != added.end();) {
-    const UnitId unit = task[*from].unit;
-    const auto to = std::find_if(from, added.end(), [&](TaskId t) { return task[t].unit != unit; });
+  for (auto first = added.begin(); first != added.end();) {
+    const UnitId unit = task[*first].unit;
+    const auto last = std::find_if(first, added.end(), [&](TaskId t) { return task[t].unit != unit; });
     std::vector<TaskId>& list = by_unit[unit];
     const auto middle = static_cast<std::ptrdiff_t>(list.size());
-    list.insert(list.end(), from, to);
+    list.insert(list.end(), first, last);
     std::inplace_merge(list.begin(), list.begin() + middle, list.end(), earlier);
-    from = to;
+    first = last;
   }
+}
+
+}  // namespace
+
+std::vector<std::vector<TaskId>> tasks_by_unit(const Graph& graph) {
+  // The graph's recorded order covers the tasks it held when first asked; tasks added since
+  // (a what-if's) are sorted here and merged in. Within a unit: by recorded start, then id.
+  const auto order = GraphAccess::recorded_order(graph);
+  const auto columns = GraphAccess::task_columns(graph);
+  std::vector<std::vector<TaskId>> by_unit(graph.units().size());
+  for (const TaskId t : *order)
+    if (!columns->removed[t]) by_unit[columns->unit[t]].push_back(t);
+  merge_added_tasks(graph, static_cast<TaskId>(order->size()), *columns, by_unit, [](UnitId) { return true; });
   return by_unit;
+}
+
+std::vector<TaskId> tasks_of_unit(const Graph& graph, UnitId unit) {
+  // That unit's stretch of the recorded order (sorted by unit first), and its tasks added since.
+  const auto order = GraphAccess::recorded_order(graph);
+  const auto columns = GraphAccess::task_columns(graph);
+  std::vector<std::vector<TaskId>> by_unit(graph.units().size());
+  if (unit >= by_unit.size()) return {};
+  auto at = std::partition_point(order->begin(), order->end(), [&](TaskId t) { return columns->unit[t] < unit; });
+  for (; at != order->end() && columns->unit[*at] == unit; ++at)
+    if (!columns->removed[*at]) by_unit[unit].push_back(*at);
+  merge_added_tasks(graph, static_cast<TaskId>(order->size()), *columns, by_unit, [&](UnitId u) { return u == unit; });
+  return std::move(by_unit[unit]);
 }
 
 std::map<UnitId, std::vector<TaskId>> group_by_unit(const Graph& graph, const std::vector<TaskId>& tasks) {

@@ -142,7 +142,7 @@ TEST_CASE("a result simulated into is the fresh result, whatever it held before"
   check_same_result(reused, simulate(chain, TraceOrderPolicy{}, SimulationMethod::event_engine));
 }
 
-TEST_CASE("tasks by unit from the recorded order equal a full sort, with tasks added and removed since",
+TEST_CASE("tasks by unit (and of one unit) from the recorded order equal a full sort, with tasks added and removed since",
           "[transform][reuse]") {
   std::mt19937 rng(5);
   for (int round = 0; round < 40; ++round) {
@@ -157,7 +157,10 @@ TEST_CASE("tasks by unit from the recorded order equal a full sort, with tasks a
     late.kind = TaskKind::kernel;
     late.recorded_start_ns = -5;
     copy.add_task(late);
-    CHECK(tasks_by_unit(copy) == sorted_by_unit(copy));
+    const auto expected = sorted_by_unit(copy);
+    CHECK(tasks_by_unit(copy) == expected);
+    for (UnitId u = 0; u < copy.units().size(); ++u) CHECK(tasks_of_unit(copy, u) == expected[u]);
+    CHECK(tasks_of_unit(copy, static_cast<UnitId>(copy.units().size())).empty());
     CHECK(tasks_by_unit(g) == sorted_by_unit(g));  // the original, its order shared, unchanged
     // select reads kinds from the columns: removed kernels never, inserted ones always
     std::vector<TaskId> kernels;
