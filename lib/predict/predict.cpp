@@ -2,7 +2,10 @@
 #include <algorithm>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "common/text.hpp"
+#include "daydream/error.hpp"
 #include "daydream/predict.hpp"
 #include "daydream/report/replay.hpp"
 #include "graph/graph_access.hpp"
@@ -69,12 +72,16 @@ std::pair<TimeNs, TimeNs> iteration_window(const Graph& graph, const SimulationR
 
 TimeNs run_span_ns(const Graph& graph, const SimulationResult& result) {
   const std::vector<bool> in_run = run_units(graph);
-  const auto columns = GraphAccess::task_columns(graph);  // 5 bytes a task, not a 104-byte record
+  if (result.units.size() != in_run.size())
+    throw Error(fmt::format("run span: the simulation result has {} units, the graph {} (a result of another graph?)",
+                            result.units.size(), in_run.size()));
+  // Each unit's first start and last end over its live tasks (UnitUsage), not a scan of every task.
   TimeNs first = std::numeric_limits<TimeNs>::max(), last = std::numeric_limits<TimeNs>::min();
-  for (TaskId t = 0; t < graph.num_tasks(); ++t) {
-    if (columns->removed[t] || !in_run[columns->unit[t]]) continue;
-    first = std::min(first, result.start_ns[t]);
-    last = std::max(last, result.end_ns[t]);
+  for (UnitId u = 0; u < in_run.size(); ++u) {
+    const UnitUsage& usage = result.units[u];
+    if (!in_run[u] || usage.tasks == 0) continue;
+    first = std::min(first, usage.first_start_ns);
+    last = std::max(last, usage.last_end_ns);
   }
   return first > last ? result.makespan_ns : last - first;
 }

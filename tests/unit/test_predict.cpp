@@ -143,6 +143,9 @@ TEST_CASE("predict: a polling thread does not pin the whole run", "[predict][ite
   const SimulationResult r = simulate(g);
   CHECK(r.makespan_ns == 2005 * us);  // the poller's call ends the simulation...
   CHECK(run_span_ns(g, r) == 320 * us);  // ...but the run is the main thread's and the GPU's work
+  SimulationResult of_another_graph = r;
+  of_another_graph.units.pop_back();
+  CHECK_THROWS_WITH(run_span_ns(g, of_another_graph), Catch::Contains("a result of another graph"));
   const Prediction p = Predictor(g).predict(parse_scenario_spec("faster_gpu:factor=2"));
   CHECK(p.baseline_total_ns == 320 * us);
   CHECK(p.predicted_total_ns < p.baseline_total_ns);
