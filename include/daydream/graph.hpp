@@ -556,8 +556,14 @@ class Graph {
   }
   /// task(id).duration_ns and release_ns, read where they are kept: after set_duration on a graph
   /// whose records copies share, without bringing the records up to date (detail::TaskRecords).
-  TimeNs duration_ns(TaskId id) const;
-  TimeNs release_ns(TaskId id) const;
+  TimeNs duration_ns(TaskId id) const {
+    check_task(id);
+    return records_.behind() ? behind_duration_ns(id) : records_.data()[id].duration_ns;
+  }
+  TimeNs release_ns(TaskId id) const {
+    check_task(id);
+    return records_.behind() ? behind_release_ns(id) : records_.data()[id].release_ns;
+  }
   const std::vector<Unit>& units() const { return units_; }
   Unit& unit(UnitId id) { return units_.at(id); }
   std::string_view name(TaskId id) const { return strings_[task(id).name]; }
@@ -651,6 +657,7 @@ class Graph {
     task_columns_.slot().reset();  // the caller may change any field
     recorded_order_.slot().reset();
     report_columns_.slot().reset();
+    forget_task_derived();
     return records[id];
   }
   /// The task records, up to date (detail::TaskRecords): the first of num_tasks().
@@ -679,7 +686,15 @@ class Graph {
   std::shared_ptr<const EdgeTable> edge_table() const;
   void check_live(TaskId id, std::string_view what) const;
   /// Throws Error for an id past the last task.
-  void check_task(TaskId id) const;
+  void check_task(TaskId id) const {
+    if (id >= num_tasks()) [[unlikely]] refuse_task(id);
+  }
+  [[noreturn]] void refuse_task(TaskId id) const;
+  TimeNs behind_duration_ns(TaskId id) const;  // from the columns, which hold the times while behind
+  TimeNs behind_release_ns(TaskId id) const;
+  /// Drops what is derived from task fields and kept across copies (launch_call_median_): a task
+  /// changed, came or went.
+  void forget_task_derived() { launch_call_median_.slot().reset(); }
   /// Flags a task removed (its edges are gone already), in the columns too where they are built.
   void mark_removed(TaskId id, TaskColumns* columns);
   void ensure_ranks();
@@ -703,6 +718,9 @@ class Graph {
   /// a field it holds (rename, set_blocking, a builder's write); tasks added later are read from
   /// their records.
   SharedCache<const ReportColumns> report_columns_;
+  /// median_launch_call_ns (analyze.hpp; kNone: no launch call), which scenarios ask of each
+  /// what-if's fresh copy: shared by copies, dropped by any change of a task (forget_task_derived).
+  SharedCache<const TimeNs> launch_call_median_;
   std::unordered_map<std::string, std::uint32_t, StringIndexHash, std::equal_to<>> string_index_;
   std::vector<Unit> units_;
   std::vector<std::string> strings_;

@@ -12,7 +12,10 @@
 
 namespace daydream {
 
-TimeNs median_launch_call_ns(const Graph& graph, TimeNs fallback_ns) {
+namespace {
+
+/// The median duration of the graph's live launch calls, or kNone without any.
+TimeNs launch_call_median(const Graph& graph) {
   // Columns skip every task but the live calls; each name's text is read once (0 unknown, 1 a
   // launch, 2 not).
   const auto columns = GraphAccess::task_columns(graph);
@@ -27,7 +30,16 @@ TimeNs median_launch_call_ns(const Graph& graph, TimeNs fallback_ns) {
     if (launch == 0) launch = graph.string(name).find("LaunchKernel") != std::string_view::npos ? 1 : 2;
     if (launch == 1) durations.push_back(columns->duration_ns[t]);
   }
-  return durations.empty() ? fallback_ns : text::median(durations, text::EvenCount::upper);
+  return durations.empty() ? kNone : text::median(durations, text::EvenCount::upper);
+}
+
+}  // namespace
+
+TimeNs median_launch_call_ns(const Graph& graph, TimeNs fallback_ns) {
+  // Kept with the graph: every what-if of a sweep asks its fresh copy of the base.
+  const TimeNs median = GraphAccess::launch_call_median(
+      graph, [&] { return std::make_shared<const TimeNs>(launch_call_median(graph)); });
+  return median == kNone ? fallback_ns : median;
 }
 
 LaunchIndex::LaunchIndex(const Graph& graph) : by_thread_(graph.units().size()) {

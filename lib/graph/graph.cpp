@@ -433,6 +433,7 @@ TaskId Graph::add_task(Task task) {
   const TaskId id = structure().edges.add_vertex();
   records_for_change().push_back(task);
   records_.resized();
+  forget_task_derived();
   if (TaskColumns* columns = task_columns_for_change()) columns->append(task);
   TopologicalRanks& ranks = storage_->ranks;  // unshared by structure() above
   if (ranks.valid) ranks.rank.push_back(ranks.next), ranks.next += TopologicalRanks::kSpacing;
@@ -474,11 +475,12 @@ void Graph::set_release(TaskId id, TimeNs release_ns) {
   set_times(id, duration_ns(id), release_ns);
 }
 
-void Graph::check_task(TaskId id) const {
-  if (id >= num_tasks()) throw Error(fmt::format("no task {} (the graph has {})", id, num_tasks()));
+void Graph::refuse_task(TaskId id) const {
+  throw Error(fmt::format("no task {} (the graph has {})", id, num_tasks()));
 }
 
 void Graph::set_times(TaskId id, TimeNs duration_ns, TimeNs release_ns) {
+  forget_task_derived();
   TaskColumns* columns = task_columns_for_change();
   if (columns && records_.shared()) {  // the copies keep sharing the records: the columns hold the times
     columns->set_times(id, duration_ns, release_ns);
@@ -491,20 +493,14 @@ void Graph::set_times(TaskId id, TimeNs duration_ns, TimeNs release_ns) {
   if (columns) columns->set_times(id, duration_ns, release_ns);
 }
 
-TimeNs Graph::duration_ns(TaskId id) const {
-  check_task(id);
-  return records_.behind() ? task_columns_.peek()->duration_ns[id] : records_.data()[id].duration_ns;
-}
-
-TimeNs Graph::release_ns(TaskId id) const {
-  check_task(id);
-  return records_.behind() ? task_columns_.peek()->release_ns[id] : records_.data()[id].release_ns;
-}
+TimeNs Graph::behind_duration_ns(TaskId id) const { return task_columns_.peek()->duration_ns[id]; }
+TimeNs Graph::behind_release_ns(TaskId id) const { return task_columns_.peek()->release_ns[id]; }
 
 void Graph::rename(TaskId id, std::string_view name) {
   check_task(id);
   records_for_change()[id].name = intern(name);
   report_columns_.slot().reset();  // a call's name decides whether it waits for the GPU
+  forget_task_derived();
 }
 
 void Graph::set_blocking(TaskId id, bool blocking) {

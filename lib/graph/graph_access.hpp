@@ -42,6 +42,12 @@ struct GraphAccess {
   static std::shared_ptr<const ReportColumns> report_columns(const Graph& graph, Make&& make) {
     return graph.report_columns_.get_or_make(std::forward<Make>(make));
   }
+  /// median_launch_call_ns's value for this graph (kNone: no launch call), computed by `make`
+  /// once and shared by copies until a task changes.
+  template <class Make>
+  static TimeNs launch_call_median(const Graph& graph, Make&& make) {
+    return *graph.launch_call_median_.get_or_make(std::forward<Make>(make));
+  }
   static std::shared_ptr<const ReportColumns> report_columns_if_built(const Graph& graph) {
     return graph.report_columns_.get();
   }

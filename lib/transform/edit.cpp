@@ -199,6 +199,7 @@ void Graph::mark_removed(TaskId id, TaskColumns* columns) {
   Task& task = records_for_change()[id];
   task.removed = true;
   ++removed_count_;
+  forget_task_derived();
   if (!columns) return;
   columns->removed[id] = 1;
   columns->held_by_occupancy -= task.sm_held_by != kNoTask;

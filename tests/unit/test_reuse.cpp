@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "daydream/analyze.hpp"
 #include "daydream/ingest.hpp"
 #include "daydream/report/replay.hpp"
 #include "daydream/scenario.hpp"
@@ -306,4 +307,38 @@ TEST_CASE("a copy shares the task records until it changes one, and times set me
     });
   for (auto& reader : readers) reader.join();
   CHECK(wrong == 0);
+}
+
+TEST_CASE("the median launch call is kept with a graph and its copies, and follows every change of a task",
+          "[transform][reuse]") {
+  Graph g;
+  const UnitId cpu = g.add_unit({UnitKind::cpu_thread, "cpu", 1, 1});
+  const auto call = [&](std::string_view name, TimeNs ns) {
+    Task task;
+    task.unit = cpu;
+    task.kind = TaskKind::runtime;
+    task.name = g.intern(name);
+    task.duration_ns = ns;
+    return g.add_task(task);
+  };
+  const TaskId a = call("cudaLaunchKernel", 10), b = call("cudaLaunchKernel", 30);
+  call("cudaMemcpyAsync", 1000);  // not a launch
+  CHECK(median_launch_call_ns(g) == 30);  // of {10, 30}: the upper middle
+  Graph copy = g;                          // shares the value
+  CHECK(median_launch_call_ns(copy) == 30);
+  copy.set_duration(b, 5);  // {10, 5}
+  CHECK(median_launch_call_ns(copy) == 10);
+  CHECK(median_launch_call_ns(g) == 30);  // the original keeps its own
+  copy.rename(a, "cudaStreamSynchronize");  // {5}
+  CHECK(median_launch_call_ns(copy) == 5);
+  copy.remove(b);  // none left: the fallback
+  CHECK(median_launch_call_ns(copy, 7) == 7);
+  NewTask added = NewTask::of("cudaLaunchKernel", TaskKind::runtime, 40, -1, Phase::unknown);
+  added.unit = cpu;
+  copy.insert(added);  // {40}
+  CHECK(median_launch_call_ns(copy) == 40);
+  GraphAccess::task(copy, static_cast<TaskId>(copy.num_tasks() - 1)).duration_ns = 50;  // a builder's write
+  CHECK(median_launch_call_ns(copy) == 50);
+  copy = g;  // assigned over: the original's value again
+  CHECK(median_launch_call_ns(copy) == 30);
 }
