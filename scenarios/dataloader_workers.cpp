@@ -53,8 +53,10 @@ void require_visible_loading(const Graph& graph, const std::vector<BatchLoad>& l
 TimeNs take_ready_batch(Graph& graph, const std::vector<BatchLoad>& loads, const BatchTake& take, std::size_t b,
                         TimeNs fetch_ns, TimeNs inline_ns = 0) {
   if (!loads.empty()) {  // the first task of its DataLoader range, the others emptied
-    graph.set_duration(take.task, fetch_ns + inline_ns);
+    // Renamed first: a rename copies records the graph shares, durations set after it go
+    // straight to the copy (set first, they would make the rename bring the records up to date).
     graph.rename(take.task, "DataLoader: take a ready batch");
+    graph.set_duration(take.task, fetch_ns + inline_ns);
     for (std::size_t i = 1; i < loads[b].tasks.size(); ++i) graph.set_duration(loads[b].tasks[i], 0);
     return 0;
   }
