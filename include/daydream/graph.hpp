@@ -719,7 +719,8 @@ class Graph {
   /// their records.
   SharedCache<const ReportColumns> report_columns_;
   /// median_launch_call_ns (analyze.hpp; kNone: no launch call), which scenarios ask of each
-  /// what-if's fresh copy: shared by copies, dropped by any change of a task (forget_task_derived).
+  /// what-if's fresh copy: shared by copies made after it was computed (a Predictor computes it on
+  /// its base), dropped by any change of a task (forget_task_derived).
   SharedCache<const TimeNs> launch_call_median_;
   std::unordered_map<std::string, std::uint32_t, StringIndexHash, std::equal_to<>> string_index_;
   std::vector<Unit> units_;

@@ -48,6 +48,7 @@ struct GraphAccess {
   static TimeNs launch_call_median(const Graph& graph, Make&& make) {
     return *graph.launch_call_median_.get_or_make(std::forward<Make>(make));
   }
+  static bool launch_call_median_built(const Graph& graph) { return graph.launch_call_median_.get() != nullptr; }
   static std::shared_ptr<const ReportColumns> report_columns_if_built(const Graph& graph) {
     return graph.report_columns_.get();
   }

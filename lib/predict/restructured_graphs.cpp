@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "daydream/analyze.hpp"
 #include "daydream/error.hpp"
 #include "graph/graph_access.hpp"
 #include "graph/graph_storage.hpp"  // ReportColumns
@@ -15,6 +16,7 @@ bool prepare_copy_source(Graph& graph) {
   if (const auto built = report_columns_if_built(graph); built && !built->covers(TaskId(graph.num_tasks() - 1)))
     GraphAccess::drop_report_columns(graph);
   report_columns(graph);
+  (void)median_launch_call_ns(graph);  // kept with the graph: amp and fused_adam ask each copy
   try {
     GraphAccess::prepare_for_copies(graph);  // columns, recorded order, ranks
     GraphAccess::edge_table(graph);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <random>
 
+#include "daydream/analyze.hpp"
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
 #include "daydream/predict.hpp"
@@ -143,6 +144,17 @@ TEST_CASE("a Predictor's what-ifs that only set times copy no task record", "[pr
   CHECK(shares_after(probe, "test_split:factor=3"));
   CHECK(GraphAccess::record_catch_ups() == catch_ups);  // nor did their reports bring the records up to date
   check_same_as_fresh(probe, base, registry, "test_split:factor=4");
+}
+
+TEST_CASE("a Predictor's base keeps the median launch call for the copies that ask it", "[predict][reuse]") {
+  std::mt19937 rng(9);
+  const Graph base = test::random_chained_graph(rng, 2, 20);
+  CHECK_FALSE(GraphAccess::launch_call_median_built(base));
+  const Predictor predictor(base);
+  CHECK(GraphAccess::launch_call_median_built(predictor.base()));  // amp and fused_adam ask each what-if's copy
+  const Graph copy = predictor.base();
+  CHECK(GraphAccess::launch_call_median_built(copy));
+  CHECK(median_launch_call_ns(copy) == median_launch_call_ns(base));
 }
 
 TEST_CASE("a split scenario's error through a Predictor names the scenario", "[predict][split]") {
