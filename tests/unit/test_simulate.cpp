@@ -3,6 +3,11 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <set>
+
 #include "daydream/error.hpp"
 #include "daydream/simulate.hpp"
 
@@ -106,6 +111,47 @@ TEST_CASE("negative durations and delays are refused", "[simulate]") {
   Fixture h;
   h.add(h.cpu, -5);
   CHECK_THROWS_WITH(simulate(h.g), Catch::Contains("negative duration"));
+}
+
+TEST_CASE("topological order is Kahn's with the lowest ready id first, at every size", "[simulate]") {
+  // Random DAGs whose edges also run from high ids to low ones (tasks a what-if appends), so that
+  // many tasks become ready below the point the id scan has passed.
+  std::mt19937 rng(3);
+  for (const int n : {1, 2, 63, 64, 65, 700, 20000}) {
+    INFO(n << " tasks");
+    Fixture f;
+    for (int i = 0; i < n; ++i) f.add(f.cpu, 1);
+    const auto rank = [&] {  // a random topological rank per task: edges go from lower to higher
+      std::vector<TaskId> r(static_cast<std::size_t>(n));
+      std::iota(r.begin(), r.end(), TaskId{0});
+      std::shuffle(r.begin(), r.end(), rng);
+      return r;
+    }();
+    std::vector<TaskId> by_rank(rank.size());
+    for (std::size_t t = 0; t < rank.size(); ++t) by_rank[rank[t]] = static_cast<TaskId>(t);
+    std::uniform_int_distribution<int> span(1, 40);
+    for (int k = 0; k + 1 < n; ++k)
+      for (int e = 0; e < 2; ++e) {
+        const int to = std::min(n - 1, k + span(rng));
+        f.g.add_edge(by_rank[static_cast<std::size_t>(k)], by_rank[static_cast<std::size_t>(to)],
+                     {EdgeType::cross_thread, Timing::finish_to_start, 0, true});
+      }
+    // The contract, plainly: repeatedly take the lowest id whose predecessors are all taken.
+    std::vector<std::size_t> waiting(static_cast<std::size_t>(n), 0);
+    for (const auto& e : f.g.edges()) ++waiting[e.to];
+    std::set<TaskId> ready;
+    for (TaskId t = 0; t < static_cast<TaskId>(n); ++t)
+      if (waiting[t] == 0) ready.insert(t);
+    std::vector<TaskId> expected;
+    while (!ready.empty()) {
+      const TaskId t = *ready.begin();
+      ready.erase(ready.begin());
+      expected.push_back(t);
+      for (const auto& next : f.g.successors(t))
+        if (--waiting[next.task] == 0) ready.insert(next.task);
+    }
+    CHECK(f.g.topological_order() == expected);
+  }
 }
 
 TEST_CASE("topological order respects every edge", "[simulate]") {
