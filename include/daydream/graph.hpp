@@ -12,11 +12,13 @@
 ///   std::cout << graph.num_tasks() << " tasks, " << graph.num_edges() << " edges\n";
 /// @endcode
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -432,58 +434,110 @@ class RoomyVector : public std::vector<T> {
 
 namespace detail {
 
-/// A graph's task records, shared by its copies until one of them changes a record (copy-on-write).
-/// A duration or release set while copies share the records goes to the graph's TaskColumns only,
-/// and the records fall *behind*: the first read of a record then brings them up to date (one copy
-/// of the records, what a change of any other field costs). So a what-if that only sets durations
-/// on a copy of a base graph (faster_gpu, amp, a retimed split scenario) copies no record, and a
-/// reader still sees every record as the mutators left it. Reads from several threads are safe:
-/// the catch-up and copies of a graph that is behind take one process-wide lock.
+/// The task records as they are, for readers of fields other than the times (which may be behind:
+/// TaskRecords): holds the pages it reads while another reader brings the graph's up to date.
+class TaskRecordsView {
+ public:
+  TaskRecordsView(std::vector<std::shared_ptr<Task>> pages, std::vector<Task*> data, std::size_t size)
+      : pages_(std::move(pages)), data_(std::move(data)), size_(size) {}
+  const Task& operator[](TaskId id) const;  // below, with TaskRecords' page size
+  std::size_t size() const { return size_; }
+
+ private:
+  std::vector<std::shared_ptr<Task>> pages_;  // held
+  std::vector<Task*> data_;                   // pages_[p].get()
+  std::size_t size_;
+};
+
+/// A graph's task records, in pages of kPageRecords that its copies share page by page until one
+/// of them changes a record of the page (copy-on-write): a what-if copies the pages it changes,
+/// not every record. A duration or release set on a page copies share goes to the graph's
+/// TaskColumns only, and the page falls *behind*: the first read of a record then brings the
+/// pages behind up to date (a copy of each, with its times from the columns). So a what-if that
+/// only sets durations on a copy of a base graph (faster_gpu, amp, a retimed split scenario)
+/// copies no record, and a reader still sees every record as the mutators left it. Reads from
+/// several threads are safe: the catch-up and copies of a graph that is behind take one
+/// process-wide lock.
+///
+/// Which pages a holder may write in place is its own record (not a reference count): the pages
+/// it made or copied since it was last copied. Copying a holder makes both share every page.
 class TaskRecords {
  public:
-  TaskRecords();
+  static constexpr unsigned kPageBits = 11;
+  static constexpr std::size_t kPageRecords = std::size_t{1} << kPageBits;  ///< 2,048 records, 208 KiB
+  static constexpr std::size_t kPageMask = kPageRecords - 1;
+
+  TaskRecords() = default;
   TaskRecords(const TaskRecords& other);
   TaskRecords& operator=(const TaskRecords& other);
   TaskRecords(TaskRecords&& other) noexcept;
   TaskRecords& operator=(TaskRecords&& other) noexcept;
 
   bool behind() const { return behind_.load(std::memory_order_acquire); }
-  /// The first record, while not behind() (one load per read instead of a chain through the
-  /// shared vector: Graph::task is called millions of times while a graph is built).
-  const Task* data() const { return data_; }
-  /// Brings the records up to date from `columns`, which hold the times while behind().
+  /// Record `id` (below size()), up to date where not behind().
+  const Task& at(TaskId id) const { return data_[id >> kPageBits][id & kPageMask]; }
+  /// Brings the pages behind up to date from `columns`, which hold the times while behind().
   void catch_up(const TaskColumns& columns) const;
-  /// The records, this holder's own and up to date, for changes of records; call resized() after
-  /// changing their number or capacity.
-  RoomyVector<Task>& own(const TaskColumns* columns) {
-    if (behind()) catch_up(*columns);
-    RoomyVector<Task>& records = records_.unshared();
-    data_ = records.data();
-    return records;
+  /// Record `id`, up to date and on a page of this holder's own, for a change (`columns` hold the
+  /// times of a page behind).
+  Task& for_change(TaskId id, const TaskColumns* columns);
+  /// Adds a record at the end (`columns` as for_change: the last page may be behind).
+  void append(const Task& task, const TaskColumns* columns) {
+    if ((size_ & kPageMask) != 0 && own_[size_ >> kPageBits]) [[likely]] {  // room on a page of its own
+      new (data_[size_ >> kPageBits] + (size_ & kPageMask)) Task(task);
+      ++size_;
+      return;
+    }
+    append_on_new_or_shared_page(task, columns);
   }
-  void resized() {
-    data_ = records_->data();
-    size_ = records_->size();
-  }
-  /// Whether another graph shares the records.
-  bool shared() const { return records_.shared(); }
-  /// The records as they are, for their fields other than the times (which may be behind): no
-  /// catch-up, and the pointer keeps them alive while one in another reader replaces them.
-  std::shared_ptr<const RoomyVector<Task>> without_times() const;
-  /// How many records there are, without bringing them up to date.
+  /// Room for `count` records in one block with huge pages advised (a builder's estimate), which
+  /// appends fill page by page. Only while empty.
+  void reserve(std::size_t count);
+  /// Whether record `id`'s page is this holder's own: a time set on it goes to the record.
+  bool owns(TaskId id) const { return own_[id >> kPageBits] != 0; }
+  /// How many of the pages are this holder's own (the others are shared, or were).
+  std::size_t own_pages() const;
+  std::size_t pages() const { return pages_.size(); }
+  /// The records as they are, without a catch-up (TaskRecordsView).
+  std::shared_ptr<const TaskRecordsView> without_times() const;
   std::size_t size() const { return size_; }
-  /// From now on the columns hold times the records lack (set while shared()).
-  void fall_behind() { behind_.store(true, std::memory_order_release); }
+  /// Record `id`'s page (not this holder's own) now lacks times its columns hold.
+  void fall_behind(TaskId id) {
+    page_behind_[id >> kPageBits] = 1;
+    behind_.store(true, std::memory_order_release);
+  }
 
  private:
   struct Snapshot;
-  explicit TaskRecords(Snapshot snapshot);
   Snapshot snapshot() const;
-  mutable CowPtr<RoomyVector<Task>> records_;
-  mutable const Task* data_ = nullptr;  // records_->data()
-  mutable std::atomic<bool> behind_{false};
-  std::size_t size_ = 0;  // records_->size(), which a catch-up in another reader may be replacing
+  void adopt(Snapshot snapshot);
+  /// Page `page` made this holder's own: copied (its times from `columns` where it is behind)
+  /// unless it is already.
+  void own_page(std::size_t page, const TaskColumns* columns) const;
+  /// Memory for one page: one this holder let go, else fresh.
+  std::shared_ptr<Task> fresh_page() const;
+  /// The records of page `page` that exist (the last page may be partly filled).
+  std::size_t records_on(std::size_t page) const {
+    return std::min(kPageRecords, size_ - (page << kPageBits));
+  }
+  void let_go_of_pages();
+  void append_on_new_or_shared_page(const Task& task, const TaskColumns* columns);
+
+  mutable std::vector<std::shared_ptr<Task>> pages_;
+  mutable std::vector<Task*> data_;                // pages_[p].get()
+  mutable std::vector<std::uint8_t> own_;          // per page: this holder's, writable in place
+  mutable std::vector<std::uint8_t> page_behind_;  // per page: its times lag the columns
+  mutable std::atomic<bool> behind_{false};        // some page is behind
+  mutable std::atomic<bool> owns_any_{false};      // some own_ is set (a copy clears them)
+  std::size_t size_ = 0;
+  std::shared_ptr<Task> block_;  // reserve()'s memory, which appends take page by page
+  std::size_t block_pages_ = 0;
+  mutable std::vector<std::shared_ptr<Task>> spare_;  // pages let go that nothing else held
 };
+
+inline const Task& TaskRecordsView::operator[](TaskId id) const {
+  return data_[id >> TaskRecords::kPageBits][id & TaskRecords::kPageMask];
+}
 
 }  // namespace detail
 
@@ -552,17 +606,17 @@ class Graph {
   /// or duration_ns()).
   const Task& task(TaskId id) const {
     if (records_.behind()) [[unlikely]] catch_up_records();
-    return records_.data()[id];
+    return records_.at(id);
   }
   /// task(id).duration_ns and release_ns, read where they are kept: after set_duration on a graph
   /// whose records copies share, without bringing the records up to date (detail::TaskRecords).
   TimeNs duration_ns(TaskId id) const {
     check_task(id);
-    return records_.behind() ? behind_duration_ns(id) : records_.data()[id].duration_ns;
+    return records_.behind() ? behind_duration_ns(id) : records_.at(id).duration_ns;
   }
   TimeNs release_ns(TaskId id) const {
     check_task(id);
-    return records_.behind() ? behind_release_ns(id) : records_.data()[id].release_ns;
+    return records_.behind() ? behind_release_ns(id) : records_.at(id).release_ns;
   }
   const std::vector<Unit>& units() const { return units_; }
   Unit& unit(UnitId id) { return units_.at(id); }
@@ -653,21 +707,17 @@ class Graph {
  private:
   friend struct GraphAccess;  // lib/graph/graph_access.hpp: the builders' and the engine's access
   Task& mutable_task(TaskId id) {
-    RoomyVector<Task>& records = records_for_change();  // before the columns go: they may hold the times
+    if (records_.behind()) catch_up_records();  // before the columns go: they hold the times of pages behind
+    Task& record = record_for_change(id);
     task_columns_.slot().reset();  // the caller may change any field
     recorded_order_.slot().reset();
     report_columns_.slot().reset();
     forget_task_derived();
-    return records[id];
-  }
-  /// The task records, up to date (detail::TaskRecords): the first of num_tasks().
-  const Task* records() const {
-    if (records_.behind()) [[unlikely]] catch_up_records();
-    return records_.data();
+    return record;
   }
   void catch_up_records() const;
-  /// The task records, up to date and unshared, for a change of some (not of their number).
-  RoomyVector<Task>& records_for_change() { return records_.own(task_columns_.peek()); }
+  /// Task `id`'s record, up to date and on a page of the graph's own, for a change.
+  Task& record_for_change(TaskId id) { return records_.for_change(id, task_columns_.peek()); }
   /// Sets a task's times (in the columns alone while copies share the records).
   void set_times(TaskId id, TimeNs duration_ns, TimeNs release_ns);
   /// The tasks the graph held when first asked (removed ones too), by unit, recorded start and

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <queue>
 #include <tuple>
@@ -78,68 +79,181 @@ std::mutex& catch_up_mutex() {
 std::atomic<std::uint64_t> catch_ups{0};
 }  // namespace
 
-struct TaskRecords::Snapshot {
-  CowPtr<RoomyVector<Task>> records;
-  bool behind;
+namespace {
+
+constexpr std::size_t kPageBytes = TaskRecords::kPageRecords * sizeof(Task);
+static_assert(std::is_trivially_copyable_v<Task> && std::is_trivially_destructible_v<Task>,
+              "pages are copied with memcpy and never destroyed record by record");
+
+/// Frees raw page memory. Two types, so that std::get_deleter tells a page allocated alone (which
+/// may serve again as a spare) from one of a reserved block (which would keep the block alive).
+template <bool kBlock>
+struct PageMemoryDeleter {
+  void operator()(Task* pages) const { ::operator delete(pages, std::align_val_t{64}); }
 };
 
-TaskRecords::TaskRecords() : records_(std::make_shared<RoomyVector<Task>>()) {}
-TaskRecords::TaskRecords(Snapshot snapshot) : records_(std::move(snapshot.records)), behind_(snapshot.behind) {
-  resized();
+/// `count` pages of records in one allocation (raw: records are placed as they are appended).
+template <bool kBlock>
+std::shared_ptr<Task> allocate_pages(std::size_t count) {
+  void* memory = ::operator new(count * kPageBytes, std::align_val_t{64});
+  return {static_cast<Task*>(memory), PageMemoryDeleter<kBlock>{}};
 }
-TaskRecords::TaskRecords(const TaskRecords& other) : TaskRecords(other.snapshot()) {}
-TaskRecords::TaskRecords(TaskRecords&& other) noexcept
-    : records_(std::move(other.records_)), data_(other.data_), behind_(other.behind_.load(std::memory_order_relaxed)),
-      size_(other.size_) {}
+
+}  // namespace
+
+struct TaskRecords::Snapshot {
+  std::vector<std::shared_ptr<Task>> pages;
+  std::vector<Task*> data;
+  std::vector<std::uint8_t> page_behind;
+  bool behind = false;
+  std::size_t size = 0;
+};
+
+TaskRecords::Snapshot TaskRecords::snapshot() const {
+  // A catch-up of `this` may be under way in another reader, and clearing own_ writes to it.
+  std::unique_lock lock(catch_up_mutex(), std::defer_lock);
+  if (behind() || owns_any_.load(std::memory_order_acquire)) lock.lock();
+  if (owns_any_.load(std::memory_order_relaxed)) {  // from now on both holders share every page
+    std::fill(own_.begin(), own_.end(), std::uint8_t{0});
+    owns_any_.store(false, std::memory_order_release);
+  }
+  return {pages_, data_, page_behind_, behind_.load(std::memory_order_relaxed), size_};
+}
+
+void TaskRecords::adopt(Snapshot snapshot) {
+  let_go_of_pages();
+  pages_ = std::move(snapshot.pages);
+  data_ = std::move(snapshot.data);
+  page_behind_ = std::move(snapshot.page_behind);
+  own_.assign(pages_.size(), 0);
+  owns_any_.store(false, std::memory_order_release);
+  size_ = snapshot.size;
+  block_.reset();  // the source appends into its block; a copy takes pages of its own
+  block_pages_ = 0;
+  behind_.store(snapshot.behind, std::memory_order_release);
+}
+
+TaskRecords::TaskRecords(const TaskRecords& other) { adopt(other.snapshot()); }
 
 TaskRecords& TaskRecords::operator=(const TaskRecords& other) {
-  if (this == &other) return *this;
-  Snapshot copy = other.snapshot();
-  records_ = copy.records;  // CowPtr's assignment: keeps memory only this graph held, for a later unshare
-  resized();
-  behind_.store(copy.behind, std::memory_order_release);
+  if (this != &other) adopt(other.snapshot());
   return *this;
+}
+
+TaskRecords::TaskRecords(TaskRecords&& other) noexcept
+    : pages_(std::move(other.pages_)), data_(std::move(other.data_)), own_(std::move(other.own_)),
+      page_behind_(std::move(other.page_behind_)), behind_(other.behind_.load(std::memory_order_relaxed)),
+      owns_any_(other.owns_any_.load(std::memory_order_relaxed)), size_(other.size_), block_(std::move(other.block_)),
+      block_pages_(other.block_pages_), spare_(std::move(other.spare_)) {
+  other.size_ = 0;
+  other.block_pages_ = 0;
 }
 
 TaskRecords& TaskRecords::operator=(TaskRecords&& other) noexcept {
-  records_ = std::move(other.records_);
-  data_ = other.data_;
-  size_ = other.size_;
+  if (this == &other) return *this;
+  pages_ = std::move(other.pages_);
+  data_ = std::move(other.data_);
+  own_ = std::move(other.own_);
+  page_behind_ = std::move(other.page_behind_);
   behind_.store(other.behind_.load(std::memory_order_relaxed), std::memory_order_release);
+  owns_any_.store(other.owns_any_.load(std::memory_order_relaxed), std::memory_order_release);
+  size_ = other.size_;
+  block_ = std::move(other.block_);
+  block_pages_ = other.block_pages_;
+  spare_ = std::move(other.spare_);
+  other.size_ = 0;
+  other.block_pages_ = 0;
   return *this;
 }
 
-TaskRecords::Snapshot TaskRecords::snapshot() const {
-  std::unique_lock lock(catch_up_mutex(), std::defer_lock);
-  if (behind()) lock.lock();  // a catch-up of `this` may be under way in another reader
-  return {records_, behind_.load(std::memory_order_relaxed)};
+void TaskRecords::let_go_of_pages() {
+  // Pages of its own that nothing else holds serve the next copies of pages (a sweep assigns the
+  // base over its last what-if's graph once per scenario).
+  for (std::size_t p = 0; p < pages_.size(); ++p)
+    if (own_[p] && pages_[p].use_count() == 1 && std::get_deleter<PageMemoryDeleter<false>>(pages_[p]))
+      spare_.push_back(std::move(pages_[p]));
+  if (spare_.size() > pages_.size()) spare_.resize(pages_.size());
 }
 
-std::shared_ptr<const RoomyVector<Task>> TaskRecords::without_times() const {
+std::shared_ptr<Task> TaskRecords::fresh_page() const {
+  if (spare_.empty()) return allocate_pages<false>(1);
+  std::shared_ptr<Task> page = std::move(spare_.back());
+  spare_.pop_back();
+  return page;
+}
+
+void TaskRecords::own_page(std::size_t page, const TaskColumns* columns) const {
+  if (own_[page]) return;  // never behind
+  std::shared_ptr<Task> copy = fresh_page();
+  const std::size_t count = records_on(page);
+  std::memcpy(static_cast<void*>(copy.get()), data_[page], count * sizeof(Task));
+  if (page_behind_[page]) {  // the times the columns hold
+    const std::size_t first = page << kPageBits;
+    for (std::size_t i = 0; i < count; ++i) {
+      copy.get()[i].duration_ns = columns->duration_ns[first + i];
+      copy.get()[i].release_ns = columns->release_ns[first + i];
+    }
+    page_behind_[page] = 0;
+  }
+  pages_[page] = std::move(copy);
+  data_[page] = pages_[page].get();
+  own_[page] = 1;
+  owns_any_.store(true, std::memory_order_release);
+}
+
+std::size_t TaskRecords::own_pages() const { return static_cast<std::size_t>(std::count(own_.begin(), own_.end(), 1)); }
+
+std::shared_ptr<const TaskRecordsView> TaskRecords::without_times() const {
   std::unique_lock lock(catch_up_mutex(), std::defer_lock);
-  if (behind()) lock.lock();
-  return records_.held();
+  if (behind()) lock.lock();  // the pages, as a catch-up in another reader may be replacing them
+  return std::make_shared<const TaskRecordsView>(pages_, data_, size_);
 }
 
 void TaskRecords::catch_up(const TaskColumns& columns) const {
   std::lock_guard lock(catch_up_mutex());
   if (!behind_.load(std::memory_order_relaxed)) return;  // another reader did it
-  const auto take_times = [&](Task& task, TaskId t) {
-    task.duration_ns = columns.duration_ns[t];
-    task.release_ns = columns.release_ns[t];
-  };
-  bool copied = false;  // else the records were this graph's alone (the other holders let go)
-  RoomyVector<Task>& records = records_.unshared_by([&](RoomyVector<Task>& into, const RoomyVector<Task>& from) {
-    if (into.capacity() < from.size()) into.reserve(from.size() + from.size() / 8 + 16);  // RoomyVector's room
-    into.resize(from.size());
-    for (TaskId t = 0; t < from.size(); ++t) take_times(into[t] = from[t], t);  // one pass: copy, then times
-    copied = true;
-  });
-  if (!copied)
-    for (TaskId t = 0; t < records.size(); ++t) take_times(records[t], t);
-  data_ = records.data();
+  for (std::size_t p = 0; p < pages_.size(); ++p)
+    if (page_behind_[p]) own_page(p, &columns);
   catch_ups.fetch_add(1, std::memory_order_relaxed);
   behind_.store(false, std::memory_order_release);
+}
+
+Task& TaskRecords::for_change(TaskId id, const TaskColumns* columns) {
+  // The owner's change: no reader runs meanwhile. Other pages stay behind where they are.
+  const std::size_t page = id >> kPageBits;
+  const bool was_behind = page_behind_[page] != 0;
+  own_page(page, columns);
+  if (was_behind && std::find(page_behind_.begin(), page_behind_.end(), 1) == page_behind_.end())
+    behind_.store(false, std::memory_order_release);
+  return data_[page][id & kPageMask];
+}
+
+void TaskRecords::append_on_new_or_shared_page(const Task& task, const TaskColumns* columns) {
+  const std::size_t page = size_ >> kPageBits;
+  if ((size_ & kPageMask) == 0) {  // a new page: from the block while it lasts
+    std::shared_ptr<Task> memory =
+        page < block_pages_ ? std::shared_ptr<Task>(block_, block_.get() + (page << kPageBits)) : fresh_page();
+    pages_.push_back(std::move(memory));
+    data_.push_back(pages_.back().get());
+    own_.push_back(1);
+    page_behind_.push_back(0);
+    owns_any_.store(true, std::memory_order_release);
+  } else {
+    (void)for_change(static_cast<TaskId>(size_ - 1), columns);  // the last page, this holder's own
+  }
+  new (data_[page] + (size_ & kPageMask)) Task(task);
+  ++size_;
+}
+
+void TaskRecords::reserve(std::size_t count) {
+  if (size_ != 0 || block_ || count == 0) return;
+  block_pages_ = (count + kPageMask) >> kPageBits;
+  block_ = allocate_pages<true>(block_pages_);
+  advise_huge_pages(block_.get(), block_pages_ * kPageBytes);
+  pages_.reserve(block_pages_);
+  data_.reserve(block_pages_);
+  own_.reserve(block_pages_);
+  page_behind_.reserve(block_pages_);
 }
 
 }  // namespace detail
@@ -377,14 +491,13 @@ void GraphAccess::share_edge_tables(Graph& graph) { graph.table_cache_ = std::ma
 std::shared_ptr<const TaskColumns> Graph::task_columns() const {
   return task_columns_.get_or_make([this] {
     auto columns = std::make_shared<TaskColumns>();
-    const Task* tasks = records_.data();  // never behind without columns
-    const std::size_t n = num_tasks();
+    const std::size_t n = num_tasks();  // never behind without columns
     columns->duration_ns.reserve(n);
     columns->release_ns.reserve(n);
     columns->unit.reserve(n);
     columns->removed.reserve(n);
     columns->kind.reserve(n);
-    for (std::size_t t = 0; t < n; ++t) columns->append(tasks[t]);
+    for (TaskId t = 0; t < n; ++t) columns->append(records_.at(t));
     return columns;
   });
 }
@@ -394,7 +507,11 @@ std::shared_ptr<const std::vector<TaskId>> Graph::recorded_order() const {
     // Bucketed by unit (ids ascending within each), then each unit sorted by recorded start,
     // ties by id: the order of a sort by (unit, start, id). A builder adds most units' tasks
     // in recorded order already, so most buckets pass the check and are never sorted.
-    const Task* tasks = records();
+    if (records_.behind()) catch_up_records();  // then no other reader replaces a page meanwhile
+    const struct {
+      const detail::TaskRecords& records;
+      const Task& operator[](std::size_t t) const { return records.at(static_cast<TaskId>(t)); }
+    } tasks{records_};
     const std::size_t n = num_tasks();
     std::vector<std::uint32_t> first(units_.size() + 1, 0);
     for (std::size_t t = 0; t < n; ++t) ++first[std::size_t{tasks[t].unit} + 1];
@@ -417,8 +534,7 @@ TaskColumns* Graph::task_columns_for_change() { return task_columns_.unshared();
 const GraphStorage& Graph::structure() const { return *storage_; }
 
 void Graph::reserve(std::size_t tasks, std::size_t edges) {
-  reserve_dense(records_for_change(), tasks);
-  records_.resized();
+  records_.reserve(tasks);
   structure().edges.reserve(tasks, edges);
 }
 
@@ -431,8 +547,7 @@ TaskId Graph::add_task(Task task) {
   if (task.unit >= units_.size()) throw Error(fmt::format("add_task: unknown unit {}", task.unit));
   if (num_tasks() >= kMaxGraphTasks) throw Error(fmt::format("add_task: a graph holds at most {} tasks", kMaxGraphTasks));
   const TaskId id = structure().edges.add_vertex();
-  records_for_change().push_back(task);
-  records_.resized();
+  records_.append(task, task_columns_.peek());
   forget_task_derived();
   if (TaskColumns* columns = task_columns_for_change()) columns->append(task);
   TopologicalRanks& ranks = storage_->ranks;  // unshared by structure() above
@@ -482,12 +597,12 @@ void Graph::refuse_task(TaskId id) const {
 void Graph::set_times(TaskId id, TimeNs duration_ns, TimeNs release_ns) {
   forget_task_derived();
   TaskColumns* columns = task_columns_for_change();
-  if (columns && records_.shared()) {  // the copies keep sharing the records: the columns hold the times
+  if (columns && !records_.owns(id)) {  // copies keep sharing the record's page: the columns hold the times
     columns->set_times(id, duration_ns, release_ns);
-    records_.fall_behind();
+    records_.fall_behind(id);
     return;
   }
-  Task& task = records_for_change()[id];
+  Task& task = record_for_change(id);
   task.duration_ns = duration_ns;
   task.release_ns = release_ns;
   if (columns) columns->set_times(id, duration_ns, release_ns);
@@ -498,14 +613,14 @@ TimeNs Graph::behind_release_ns(TaskId id) const { return task_columns_.peek()->
 
 void Graph::rename(TaskId id, std::string_view name) {
   check_task(id);
-  records_for_change()[id].name = intern(name);
+  record_for_change(id).name = intern(name);
   report_columns_.slot().reset();  // a call's name decides whether it waits for the GPU
   forget_task_derived();
 }
 
 void Graph::set_blocking(TaskId id, bool blocking) {
   check_task(id);
-  records_for_change()[id].blocking = blocking;
+  record_for_change(id).blocking = blocking;
   report_columns_.slot().reset();
 }
 

@@ -61,11 +61,16 @@ struct GraphAccess {
   /// The task records for fields other than duration_ns and release_ns, which may lag behind the
   /// graph's (detail::TaskRecords): what a reader of other fields of every task uses so as not to
   /// copy the records of a what-if that only set times.
-  static std::shared_ptr<const RoomyVector<Task>> records_without_times(const Graph& graph) {
+  static std::shared_ptr<const detail::TaskRecordsView> records_without_times(const Graph& graph) {
     return graph.records_.without_times();
   }
-  /// Whether another graph shares this graph's task records (a copy that changed none).
-  static bool shares_records(const Graph& graph) { return graph.records_.shared(); }
+  /// Whether some page of the graph's task records is not its own: shared with the graph it was
+  /// copied from (or with a copy of it), not copied for a change.
+  static bool shares_records(const Graph& graph) { return graph.records_.own_pages() < graph.records_.pages(); }
+  /// How many pages of task records the graph holds, and how many of them are its own (copied or
+  /// made since it was copied; detail::TaskRecords).
+  static std::size_t record_pages(const Graph& graph) { return graph.records_.pages(); }
+  static std::size_t own_record_pages(const Graph& graph) { return graph.records_.own_pages(); }
 };
 
 }  // namespace daydream

@@ -26,7 +26,7 @@ void check_delay(const Graph& graph, const EdgeTable& edges, std::size_t index) 
   if (delay > kMaxDelayNs) throw_out_of_range(edge_text(graph, edges, index) + ": delay", delay, "2^61 ns");
 }
 
-TaskId thread_predecessor(const Graph& graph, const Task* tasks, TaskId t, TimeNs& gap) {
+TaskId thread_predecessor(const Graph& graph, const detail::TaskRecordsView& tasks, TaskId t, TimeNs& gap) {
   for (const auto& pred : graph.predecessors(t)) {
     if (pred.edge.type != EdgeType::cpu_sequential || tasks[pred.task].unit != tasks[t].unit) continue;
     gap = pred.edge.delay_ns;
@@ -45,7 +45,7 @@ void compile_locks(const Graph& graph, CompiledGraph& c) {
     const TaskId holder = (*records)[t].lock_held_by;
     if (c.removed[t] || holder >= c.duration.size() || c.removed[holder]) continue;
     c.lock_holder[t] = holder;
-    c.thread_previous[holder] = thread_predecessor(graph, records->data(), holder, c.thread_gap[holder]);
+    c.thread_previous[holder] = thread_predecessor(graph, *records, holder, c.thread_gap[holder]);
   }
 }
 

@@ -196,7 +196,7 @@ void Graph::disconnect(TaskId from, TaskId to) {
 }
 
 void Graph::mark_removed(TaskId id, TaskColumns* columns) {
-  Task& task = records_for_change()[id];
+  Task& task = records_.for_change(id, columns);
   task.removed = true;
   ++removed_count_;
   forget_task_derived();

@@ -104,7 +104,7 @@ void merge_added_tasks(const Graph& graph, TaskId from, const TaskColumns& colum
     if (!columns.removed[t] && wanted(columns.unit[t])) added.push_back(t);
   if (added.empty()) return;
   const auto records = GraphAccess::records_without_times(graph);  // units and recorded starts, read once
-  const Task* task = records->data();
+  const detail::TaskRecordsView& task = *records;
   const auto earlier = [&](TaskId a, TaskId b) {
     return std::pair(task[a].recorded_start_ns, a) < std::pair(task[b].recorded_start_ns, b);
   };

@@ -342,3 +342,60 @@ TEST_CASE("the median launch call is kept with a graph and its copies, and follo
   copy = g;  // assigned over: the original's value again
   CHECK(median_launch_call_ns(copy) == 30);
 }
+
+TEST_CASE("a copy copies only the pages of task records it changes, and catches up only the pages behind",
+          "[transform][reuse]") {
+  constexpr TaskId kPage = static_cast<TaskId>(detail::TaskRecords::kPageRecords);
+  Graph base;
+  add_chain(base, 2 * kPage + 100);  // three pages, the last partly filled
+  (void)simulate(base);              // the task columns, which hold times set on shared pages
+  const std::uint64_t base_print = base.fingerprint();
+  REQUIRE(GraphAccess::record_pages(base) == 3);
+
+  Graph copy = base;
+  CHECK(GraphAccess::own_record_pages(copy) == 0);
+  CHECK(GraphAccess::own_record_pages(base) == 0);  // copied: the base shares its pages now too
+  copy.rename(kPage + 5, "renamed");                 // the middle page, copied
+  CHECK(GraphAccess::own_record_pages(copy) == 1);
+  copy.set_duration(2 * kPage + 7, 55);  // a shared page: the columns only
+  copy.set_duration(kPage + 9, 44);      // its own page: the record too
+  CHECK(GraphAccess::own_record_pages(copy) == 1);
+  CHECK(copy.duration_ns(2 * kPage + 7) == 55);
+  const std::uint64_t catch_ups = GraphAccess::record_catch_ups();
+  CHECK(copy.task(2 * kPage + 7).duration_ns == 55);  // the page behind is copied with its times
+  CHECK(GraphAccess::record_catch_ups() == catch_ups + 1);
+  CHECK(GraphAccess::own_record_pages(copy) == 2);  // the first page is still the base's
+  CHECK(copy.task(kPage + 9).duration_ns == 44);
+  CHECK(copy.name(kPage + 5) == "renamed");
+  CHECK(base.task(2 * kPage + 7).duration_ns == 10);
+  CHECK(base.name(kPage + 5).empty());
+  CHECK(base.fingerprint() == base_print);
+
+  Graph whole = base;  // the same what-if, every page copied first: the same graph
+  for (TaskId t = 0; t < whole.num_tasks(); t += kPage) whole.set_blocking(t, false);
+  CHECK(GraphAccess::own_record_pages(whole) == 3);
+  whole.rename(kPage + 5, "renamed");
+  whole.set_duration(2 * kPage + 7, 55);
+  whole.set_duration(kPage + 9, 44);
+  CHECK(whole.fingerprint() == copy.fingerprint());
+
+  // An insert on the shared partly filled last page copies it; one past a full page starts a new one.
+  Graph grown = base;
+  add_chain(grown, 1);
+  CHECK(GraphAccess::own_record_pages(grown) == 1);
+  CHECK(GraphAccess::record_pages(grown) == 3);
+  CHECK(base.num_tasks() == 2 * kPage + 100);
+  // Assigned over, a graph reuses the pages it let go; each what-if still equals a fresh copy.
+  Graph reused;
+  for (int round = 0; round < 3; ++round) {
+    reused = base;
+    reused.rename(static_cast<TaskId>(round) * kPage, "r");
+    reused.set_duration(2 * kPage + 1, 30 + round);
+    Graph fresh = base;
+    fresh.rename(static_cast<TaskId>(round) * kPage, "r");
+    fresh.set_duration(2 * kPage + 1, 30 + round);
+    CHECK(reused.fingerprint() == fresh.fingerprint());
+    CHECK(reused.task(2 * kPage + 1).duration_ns == 30 + round);
+  }
+  CHECK(base.fingerprint() == base_print);
+}
