@@ -53,8 +53,9 @@ void require_visible_loading(const Graph& graph, const std::vector<BatchLoad>& l
 TimeNs take_ready_batch(Graph& graph, const std::vector<BatchLoad>& loads, const BatchTake& take, std::size_t b,
                         TimeNs fetch_ns, TimeNs inline_ns = 0) {
   if (!loads.empty()) {  // the first task of its DataLoader range, the others emptied
-    // Renamed first: a rename copies records the graph shares, durations set after it go
-    // straight to the copy (set first, they would make the rename bring the records up to date).
+    // Renamed first: the rename copies the record's page where the graph shares it, and the
+    // durations set after it go straight to that copy (set first, they would put the page behind
+    // and the rename would copy it patching in the times from the columns).
     graph.rename(take.task, "DataLoader: take a ready batch");
     graph.set_duration(take.task, fetch_ns + inline_ns);
     for (std::size_t i = 1; i < loads[b].tasks.size(); ++i) graph.set_duration(loads[b].tasks[i], 0);

@@ -196,7 +196,7 @@ void Graph::disconnect(TaskId from, TaskId to) {
 }
 
 void Graph::mark_removed(TaskId id, TaskColumns* columns) {
-  Task& task = records_.for_change(id, columns);
+  Task& task = record_for_change(id);  // a page behind takes its times from `columns`, the graph's own
   task.removed = true;
   ++removed_count_;
   forget_task_derived();

@@ -94,11 +94,11 @@ std::vector<TaskId> launched_by(const Graph& graph, const std::vector<TaskId>& c
 
 namespace {
 
-/// Merges the live tasks added since the graph's recorded order was built (`from` on) into
-/// `by_unit`'s lists (recorded start, then id), for the units `wanted` keeps.
-template <class Wanted>
-void merge_added_tasks(const Graph& graph, TaskId from, const TaskColumns& columns,
-                       std::vector<std::vector<TaskId>>& by_unit, Wanted&& wanted) {
+/// Merges the live tasks added since the graph's recorded order was built (`from` on), of the
+/// units `wanted` keeps, into their unit's list `list_of(unit)` (recorded start, then id).
+template <class Wanted, class ListOf>
+void merge_added_tasks(const Graph& graph, TaskId from, const TaskColumns& columns, Wanted&& wanted,
+                       ListOf&& list_of) {
   std::vector<TaskId> added;
   for (TaskId t = from; t < graph.num_tasks(); ++t)
     if (!columns.removed[t] && wanted(columns.unit[t])) added.push_back(t);
@@ -114,7 +114,7 @@ void merge_added_tasks(const Graph& graph, TaskId from, const TaskColumns& colum
   for (auto first = added.begin(); first != added.end();) {
     const UnitId unit = task[*first].unit;
     const auto last = std::find_if(first, added.end(), [&](TaskId t) { return task[t].unit != unit; });
-    std::vector<TaskId>& list = by_unit[unit];
+    std::vector<TaskId>& list = list_of(unit);
     const auto middle = static_cast<std::ptrdiff_t>(list.size());
     list.insert(list.end(), first, last);
     std::inplace_merge(list.begin(), list.begin() + middle, list.end(), earlier);
@@ -132,21 +132,23 @@ std::vector<std::vector<TaskId>> tasks_by_unit(const Graph& graph) {
   std::vector<std::vector<TaskId>> by_unit(graph.units().size());
   for (const TaskId t : *order)
     if (!columns->removed[t]) by_unit[columns->unit[t]].push_back(t);
-  merge_added_tasks(graph, static_cast<TaskId>(order->size()), *columns, by_unit, [](UnitId) { return true; });
+  merge_added_tasks(graph, static_cast<TaskId>(order->size()), *columns, [](UnitId) { return true; },
+                    [&](UnitId u) -> std::vector<TaskId>& { return by_unit[u]; });
   return by_unit;
 }
 
 std::vector<TaskId> tasks_of_unit(const Graph& graph, UnitId unit) {
   // That unit's stretch of the recorded order (sorted by unit first), and its tasks added since.
+  if (unit >= graph.units().size()) return {};
   const auto order = GraphAccess::recorded_order(graph);
   const auto columns = GraphAccess::task_columns(graph);
-  std::vector<std::vector<TaskId>> by_unit(graph.units().size());
-  if (unit >= by_unit.size()) return {};
+  std::vector<TaskId> tasks;
   auto at = std::partition_point(order->begin(), order->end(), [&](TaskId t) { return columns->unit[t] < unit; });
   for (; at != order->end() && columns->unit[*at] == unit; ++at)
-    if (!columns->removed[*at]) by_unit[unit].push_back(*at);
-  merge_added_tasks(graph, static_cast<TaskId>(order->size()), *columns, by_unit, [&](UnitId u) { return u == unit; });
-  return std::move(by_unit[unit]);
+    if (!columns->removed[*at]) tasks.push_back(*at);
+  merge_added_tasks(graph, static_cast<TaskId>(order->size()), *columns, [&](UnitId u) { return u == unit; },
+                    [&](UnitId) -> std::vector<TaskId>& { return tasks; });
+  return tasks;
 }
 
 std::map<UnitId, std::vector<TaskId>> group_by_unit(const Graph& graph, const std::vector<TaskId>& tasks) {
