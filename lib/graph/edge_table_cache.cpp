@@ -7,23 +7,28 @@ namespace daydream {
 namespace {
 
 /// Whether `edges` has exactly the table's live out-edges: per task, in row order, the same
-/// target, delay and timing (what the whole table is computed from, with the task columns).
-bool same_rows(const EdgeStore& edges, const EdgeTable& table) {
+/// target, delay and timing (what the whole table is computed from, with the task columns), and
+/// the same units launch GPU work (`columns` holds the table's units).
+bool same_rows(const EdgeStore& edges, const TaskColumns& columns, const EdgeTable& table) {
   const std::size_t n = edges.num_vertices();
   if (table.first.size() != n + 1 || table.target.size() != edges.num_edges()) return false;
   std::size_t at = 0;
+  std::vector<std::uint8_t> launching_units;
   for (TaskId v = 0; v < n; ++v) {
+    bool launches = false;
     const bool same = edges.each_out(v, [&](EdgeId e) {
       const Edge& edge = edges.edge(e);
       const bool equal = at < table.target.size() && table.target[at] == edges.target(e) &&
                          table.delay_ns[at] == edge.delay_ns &&
                          table.start_to_start[at] == (edge.timing == Timing::start_to_start ? 1 : 0);
+      launches |= edge.type == EdgeType::launch;
       ++at;
       return equal;
     });
     if (!same || table.first[v + 1] != at) return false;
+    if (launches) mark_launching(launching_units, columns.unit[v]);
   }
-  return at == table.target.size();
+  return at == table.target.size() && launching_units == table.launching_units;
 }
 
 template <class A, class B>
@@ -34,7 +39,8 @@ bool same_column(const A& cached, const B& column) {
 
 std::size_t table_bytes(const EdgeTable& t) {
   return t.first.size() * 4 + t.target.size() * 4 + t.delay_ns.size() * 8 + t.start_to_start.size() +
-         t.in_degree.size() * 4 + t.in_first.size() * 4 + t.in_edges.size() * sizeof(InEdge) + t.topological.size() * 4;
+         t.in_degree.size() * 4 + t.in_first.size() * 4 + t.in_edges.size() * sizeof(InEdge) + t.topological.size() * 4 +
+         t.launching_units.size();
 }
 
 }  // namespace
@@ -45,7 +51,7 @@ std::uint64_t EdgeTableCache::key(const EdgeStore& edges, const TaskColumns& col
 
 bool EdgeTableCache::matches(const Entry& entry, const EdgeStore& edges, const TaskColumns& columns) {
   return same_column(entry.unit, columns.unit) && same_column(entry.removed, columns.removed) &&
-         same_rows(edges, *entry.table);
+         same_rows(edges, columns, *entry.table);
 }
 
 std::shared_ptr<const EdgeTable> EdgeTableCache::find(std::uint64_t key, const EdgeStore& edges,

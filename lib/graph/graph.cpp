@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
-#include <queue>
 #include <tuple>
 
 #include "common/huge_pages.hpp"
@@ -403,6 +402,38 @@ std::vector<UnitId> unchained_units(const EdgeTable& table, const TaskColumns& t
 
 }  // namespace
 
+namespace {
+
+/// Kahn's ready tasks below its scan, lowest id first. On a trace's graph there are one or two
+/// at a time (a thread's chain going on after a sync, a stream's next kernel): a short list kept
+/// sorted, highest first so that the lowest comes off the back, serves them without a heap's
+/// sifting; a list grown past kSortedMost turns into a binary heap until it empties.
+class ReadyIds {
+ public:
+  bool empty() const { return ids_.empty(); }
+  TaskId lowest() const { return heap_ ? ids_.front() : ids_.back(); }
+  void push(TaskId id) {
+    if (!heap_ && ids_.size() == kSortedMost) std::make_heap(ids_.begin(), ids_.end(), std::greater<>()), heap_ = true;
+    ids_.push_back(id);
+    if (heap_) return std::push_heap(ids_.begin(), ids_.end(), std::greater<>());
+    std::size_t i = ids_.size() - 1;
+    for (; i > 0 && ids_[i - 1] < id; --i) ids_[i] = ids_[i - 1];
+    ids_[i] = id;
+  }
+  void pop() {
+    if (heap_) std::pop_heap(ids_.begin(), ids_.end(), std::greater<>());
+    ids_.pop_back();
+    if (ids_.empty()) heap_ = false;
+  }
+
+ private:
+  static constexpr std::size_t kSortedMost = 32;
+  std::vector<TaskId> ids_;
+  bool heap_ = false;
+};
+
+}  // namespace
+
 std::vector<TaskId> kahn_order(const EdgeTable& table, const std::vector<TaskId>* next_in_chain) {
   const auto n = static_cast<TaskId>(table.in_degree.size());
   std::vector<std::uint32_t> remaining = table.in_degree;
@@ -411,15 +442,15 @@ std::vector<TaskId> kahn_order(const EdgeTable& table, const std::vector<TaskId>
       if (next != kNoTask) ++remaining[next];
   std::vector<TaskId> order;
   order.reserve(n);
-  std::priority_queue<TaskId, std::vector<TaskId>, std::greater<>> ready;  // ids below `scan` only
+  ReadyIds ready;   // ids below `scan` only
   TaskId scan = 0;  // tasks from here on are taken in id order once ready
   const auto release = [&](TaskId next) {
     if (--remaining[next] == 0 && next < scan) ready.push(next);
   };
   while (order.size() < n) {
     TaskId t;
-    if (!ready.empty() && (scan >= n || ready.top() < scan)) {
-      t = ready.top();
+    if (!ready.empty() && (scan >= n || ready.lowest() < scan)) {
+      t = ready.lowest();
       ready.pop();
     } else {
       while (scan < n && remaining[scan] != 0) ++scan;
@@ -444,16 +475,21 @@ void fill_edge_table(const EdgeStore& edges, std::size_t n, const TaskColumns& c
   empty_with_room(table.target);
   empty_with_room(table.delay_ns);
   empty_with_room(table.start_to_start);
+  table.launching_units.clear();
   for (TaskId v = 0; v < n; ++v) {
+    bool launches = false;
     edges.each_out(v, [&](EdgeId e) {
       const TaskId w = edges.target(e);
+      const Edge& edge = edges.edge(e);
       table.target.push_back(w);
-      table.delay_ns.push_back(edges.edge(e).delay_ns);
-      table.start_to_start.push_back(edges.edge(e).timing == Timing::start_to_start ? 1 : 0);
+      table.delay_ns.push_back(edge.delay_ns);
+      table.start_to_start.push_back(edge.timing == Timing::start_to_start ? 1 : 0);
+      launches |= edge.type == EdgeType::launch;
       ++table.in_degree[w];
       return true;
     });
     table.first[v + 1] = static_cast<std::uint32_t>(table.target.size());
+    if (launches) mark_launching(table.launching_units, columns.unit[v]);
   }
   const auto unusable = std::find_if(table.delay_ns.begin(), table.delay_ns.end(),
                                      [](TimeNs d) { return d < 0 || d > kMaxDelayNs; });

@@ -47,7 +47,16 @@ struct EdgeTable {
   /// one before (ascending). Tasks keep their unit, and removing one changes the structure, so
   /// this holds as long as the table.
   std::vector<UnitId> unchained_units;
+  /// Per unit (up to the last one found): 1 where a task of the unit launches GPU work (a launch
+  /// edge leaves it), which makes a CPU thread part of the run (run_span_ns).
+  std::vector<std::uint8_t> launching_units;
 };
+
+/// Sets `unit`'s entry of a EdgeTable::launching_units column, growing it to hold the unit.
+inline void mark_launching(std::vector<std::uint8_t>& launching_units, UnitId unit) {
+  if (unit >= launching_units.size()) launching_units.resize(std::size_t{unit} + 1, 0);
+  launching_units[unit] = 1;
+}
 
 /// Kahn's order over the table, the lowest ready id first (the order nearest to id order, where
 /// per-task arrays lie, so one pass in it reads memory mostly forward); with `next_in_chain`, each

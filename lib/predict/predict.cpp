@@ -45,22 +45,17 @@ std::pair<TimeNs, TimeNs> window_of(const std::vector<IterationSpan>& spans) {
   return {from, to};
 }
 
-/// The units whose work is the run: GPU streams, channels, the threads that launch GPU work and
-/// the threads marking iterations.
+/// The units whose work is the run: GPU streams, channels, the threads that launch GPU work (as
+/// the simulator's edge table found them) and the threads marking iterations.
 std::vector<bool> run_units(const Graph& graph) {
   std::vector<bool> in_run(graph.units().size(), false);
-  for (UnitId u = 0; u < graph.units().size(); ++u) in_run[u] = graph.units()[u].kind != UnitKind::cpu_thread;
+  const auto table = GraphAccess::edge_table(graph);
+  const auto& launching = table->launching_units;
+  for (UnitId u = 0; u < graph.units().size(); ++u)
+    in_run[u] = graph.units()[u].kind != UnitKind::cpu_thread || (u < launching.size() && launching[u]);
   const auto columns = GraphAccess::task_columns(graph);  // 5 bytes a task, not a 104-byte record
   for (const Iteration& it : graph.iterations())
     if (it.first_task != kNoTask) in_run[columns->unit[it.first_task]] = true;
-  for (TaskId t = 0; t < graph.num_tasks(); ++t) {
-    const UnitId unit = columns->unit[t];
-    if (in_run[unit] || columns->removed[t]) continue;  // a unit needs one launch
-    graph.visit_successors(t, [&](TaskId, const Edge& edge) {
-      if (edge.type == EdgeType::launch) in_run[unit] = true;
-      return !in_run[unit];
-    });
-  }
   return in_run;
 }
 
