@@ -15,8 +15,10 @@
 //    (the step's median removed CPU segment: one ATen dispatch) and one launch call (the trace's
 //    median launch call). The gaps before and after the step stay; those inside it go with it.
 // A trace without an optimizer step, or whose steps launch no kernel, is an Error.
-// A split scenario (ScenarioSplit): fuse_steps replaces the steps, time_fused_kernels times the
-// fused kernels, so a sweep over `factor` fuses once.
+// A split scenario (ScenarioSplit) in three parts: prepare_steps removes the steps' work (keeping
+// each step's place), complete_steps puts `kernels` fused kernels and calls there, and
+// time_fused_kernels times them, so a sweep over `factor` fuses once and one over `kernels`
+// removes the steps once.
 #include <fmt/format.h>
 
 #include <any>
@@ -51,7 +53,7 @@ struct FusedKernels {
   TimeNs replaced_ns = 0;
 };
 
-/// What fuse_steps leaves for time_fused_kernels.
+/// What complete_steps leaves for time_fused_kernels.
 struct FusePlan {
   std::vector<FusedKernels> fused;
   Tally tally;
@@ -66,6 +68,22 @@ struct Step {
   std::vector<TaskId> cpu;
   std::map<UnitId, std::vector<TaskId>> kernels;
   std::size_t kept = 0;
+
+  /// The tasks that go: the CPU work, then each stream's kernels.
+  std::vector<TaskId> block() const {
+    std::vector<TaskId> tasks = cpu;
+    for (const auto& [stream, launched] : kernels) tasks.insert(tasks.end(), launched.begin(), launched.end());
+    return tasks;
+  }
+};
+
+/// What a step's replacement is made of, read before anything changes.
+struct StepShape {
+  UnitId thread = 0;
+  std::int32_t iteration = -1;  ///< of the step's first CPU task
+  TimeNs framework_ns = 0;      ///< the step's median removed CPU segment: one ATen dispatch
+  std::vector<std::pair<UnitId, std::int32_t>> streams;  ///< each stream, with its first kernel's iteration
+  std::vector<TimeNs> replaced_ns;                        ///< per stream: the summed time of its kernels
 };
 
 Step collect_step(const Graph& graph, const std::vector<TaskId>& tasks) {
@@ -77,6 +95,24 @@ Step collect_step(const Graph& graph, const std::vector<TaskId>& tasks) {
   }
   step.kernels = group_by_unit(graph, launched_by(graph, step.cpu));
   return step;
+}
+
+StepShape shape_of(Graph& graph, const Step& step) {  // TaskSet reads through a mutable graph
+  const Task& first = graph.task(step.cpu.front());
+  StepShape shape{first.unit, first.iteration,
+                  TaskSet(graph, step.cpu).filter(TaskFilter().kind(TaskKind::cpu)).median_duration_ns(), {}, {}};
+  for (const auto& [stream, kernels] : step.kernels) {
+    shape.streams.emplace_back(stream, graph.task(kernels.front()).iteration);
+    shape.replaced_ns.push_back(TaskSet(graph, kernels).total_duration_ns());
+  }
+  return shape;
+}
+
+/// The units a step's replacement goes to: its thread, then each stream its kernels ran on.
+std::vector<UnitId> units_of(const StepShape& shape) {
+  std::vector<UnitId> units{shape.thread};
+  for (const auto& stream : shape.streams) units.push_back(stream.first);
+  return units;
 }
 
 /// Part j of `total` ns split into `parts` whole-ns parts that add up to it: floor(total x k /
@@ -92,55 +128,64 @@ TimeNs part(TimeNs total, std::int64_t j, std::int64_t parts) {
 // time_fused_kernels; at the calibrated stream gap, taking over their other edges); on its
 // thread, per fused kernel one framework call (the step's median removed CPU segment: one ATen
 // dispatch) and one launch call, back to back. Kernel i is launched by call i.
-std::vector<Replacement> fused_work(Graph& graph, const Step& step, const Settings& s, Tally& tally) {
-  const TimeNs framework_ns = TaskSet(graph, step.cpu).filter(TaskFilter().kind(TaskKind::cpu)).median_duration_ns();
-  const Task& first = graph.task(step.cpu.front());
-  std::vector<Replacement> work{{first.unit, {}, 0, false}};
-  for (const auto& [stream, kernels] : step.kernels) {
+std::vector<Replacement> fused_work(const Graph& graph, const StepShape& shape, const Settings& s) {
+  std::vector<Replacement> work{{shape.thread, {}, 0, false}};
+  for (const auto& [stream, iteration] : shape.streams) {
     Replacement fused{stream, {}, graph.calibration().gpu_gap_ns, true};
     for (std::int64_t j = 0; j < s.kernels; ++j) {
-      fused.tasks.push_back(NewTask::of("fused_optimizer_kernel (multi_tensor_apply)", TaskKind::kernel, 0,
-                                        graph.task(kernels.front()).iteration, Phase::update));
-      if (framework_ns > 0)
-        work[0].tasks.push_back(NewTask::of("fused optimizer step", TaskKind::cpu, framework_ns, first.iteration, Phase::update));
+      fused.tasks.push_back(
+          NewTask::of("fused_optimizer_kernel (multi_tensor_apply)", TaskKind::kernel, 0, iteration, Phase::update));
+      if (shape.framework_ns > 0)
+        work[0].tasks.push_back(
+            NewTask::of("fused optimizer step", TaskKind::cpu, shape.framework_ns, shape.iteration, Phase::update));
       work[0].tasks.push_back(NewTask::of("cudaLaunchKernel (fused optimizer)", TaskKind::runtime, s.launch_ns,
-                                          first.iteration, Phase::update));
+                                          shape.iteration, Phase::update));
     }
-    tally.fused += fused.tasks.size();
     work.push_back(std::move(fused));
-    tally.kernels += kernels.size();
   }
   return work;
 }
 
-// The step's CPU work and kernels replaced by the fused calls and kernels.
-void fuse_step(Graph& graph, const Step& step, FusePlan& plan) {
-  Tally& tally = plan.tally;
-  std::vector<TaskId> block = step.cpu;
-  for (const auto& [stream, kernels] : step.kernels) block.insert(block.end(), kernels.begin(), kernels.end());
-  for (TaskId t : step.cpu) ++(graph.task(t).kind == TaskKind::cpu ? tally.cpu_segments : tally.calls);
-  tally.cpu_ns += TaskSet(graph, step.cpu).total_duration_ns();
-  tally.kept += step.kept;
-  ++tally.steps;
-  const std::size_t first = plan.fused.size();  // replacement s > 0: the fused kernels of stream s - 1
-  for (const auto& [stream, kernels] : step.kernels) {
-    plan.fused.push_back({{}, TaskSet(graph, kernels).total_duration_ns()});
-    tally.kernel_ns += plan.fused.back().replaced_ns;
+/// Whether every step can be removed before any replacement goes in: no edge joins two steps'
+/// blocks, and no task outside them is joined to two steps' blocks. Each step's removal and
+/// replacement then changes only its own block, the tasks joined to it and the new tasks, so
+/// clearing every step first changes each task's edges as fusing them one after another does.
+bool steps_apart(const Graph& graph, const std::vector<Step>& steps) {
+  constexpr std::uint32_t kNobody = 0xffffffffu;
+  std::vector<std::uint32_t> in_step(graph.num_tasks(), kNobody), next_to(graph.num_tasks(), kNobody);
+  std::vector<std::vector<TaskId>> blocks;
+  for (std::uint32_t k = 0; k < steps.size(); ++k) {
+    blocks.push_back(steps[k].block());
+    for (TaskId t : blocks.back()) in_step[t] = k;
   }
-  const auto inserted = replace_block(graph, block, fused_work(graph, step, plan.settings, tally));
-  std::vector<TaskId> launches;  // the launch calls, one per fused kernel, in order
-  for (TaskId t : inserted[0])
-    if (graph.task(t).kind == TaskKind::runtime) launches.push_back(t);
-  auto launch = launches.begin();
-  for (std::size_t s = 1; s < inserted.size(); ++s) {
-    plan.fused[first + s - 1].kernels = inserted[s];
-    for (TaskId kernel : inserted[s]) connect_launch(graph, *launch++, kernel);
-  }
+  const auto apart = [&](TaskId outside, std::uint32_t k) {
+    if (in_step[outside] == k) return true;  // within the block
+    if (in_step[outside] != kNobody || (next_to[outside] != kNobody && next_to[outside] != k)) return false;
+    next_to[outside] = k;
+    return true;
+  };
+  for (std::uint32_t k = 0; k < steps.size(); ++k)
+    for (TaskId t : blocks[k]) {
+      const bool out_apart = graph.visit_successors(t, [&](TaskId s, const Edge&) { return apart(s, k); });
+      if (!out_apart || !graph.visit_predecessors(t, [&](TaskId p, const Edge&) { return apart(p, k); })) return false;
+    }
+  return true;
 }
 
-FusePlan fuse_steps(Graph& graph, const ScenarioParams& params) {
-  FusePlan plan;
-  plan.settings = {params.integer("kernels"), median_launch_call_ns(graph)};
+/// ScenarioSplit::prepare's plan: the steps cleared, each with its place kept, or (where steps
+/// are not apart) the steps as found, for complete_steps to fuse one by one.
+struct Prepared {
+  std::vector<Step> steps;
+  std::vector<StepShape> shapes;       // per step
+  std::vector<ClearedBlock> cleared;   // per step, where cleared (units_of its shape)
+  Tally tally;                         // all but the fused kernels, which depend on `kernels`
+  std::size_t steps_traced = 0;
+  TimeNs launch_ns = 0;
+};
+
+Prepared prepare_steps(Graph& graph, const ScenarioParams& params) {
+  Prepared p;
+  p.launch_ns = median_launch_call_ns(graph);
   const RangeTasks ranges(graph, params.text("step"));
   if (ranges.windows().empty())
     throw Error(fmt::format(
@@ -148,15 +193,47 @@ FusePlan fuse_steps(Graph& graph, const ScenarioParams& params) {
         "'Optimizer.step#...' per optimizer.step() call while profiling; name the range your loop marks the update "
         "with, e.g. step=^optimizer$ for an NVTX range 'optimizer')",
         params.text("step")));
-  std::vector<Step> steps;  // all read before any change
-  for (const RangeWindow& w : ranges.windows()) steps.push_back(collect_step(graph, ranges.tasks(w)));
-  std::erase_if(steps, [](const Step& step) { return step.kernels.empty(); });
-  if (steps.empty())
+  for (const RangeWindow& w : ranges.windows()) p.steps.push_back(collect_step(graph, ranges.tasks(w)));
+  std::erase_if(p.steps, [](const Step& step) { return step.kernels.empty(); });
+  if (p.steps.empty())
     throw Error(fmt::format("none of the trace's {} optimizer steps launched a kernel (an "
                             "optimizer on the CPU?): nothing to fuse",
                             ranges.windows().size()));
-  plan.steps_traced = ranges.windows().size();
-  for (const Step& step : steps) fuse_step(graph, step, plan);
+  p.steps_traced = ranges.windows().size();
+  Tally& tally = p.tally;
+  for (const Step& step : p.steps) {  // all read before any change
+    p.shapes.push_back(shape_of(graph, step));
+    for (TaskId t : step.cpu) ++(graph.task(t).kind == TaskKind::cpu ? tally.cpu_segments : tally.calls);
+    tally.cpu_ns += TaskSet(graph, step.cpu).total_duration_ns();
+    tally.kept += step.kept;
+    ++tally.steps;
+    for (const auto& [stream, kernels] : step.kernels) tally.kernels += kernels.size();
+    for (TimeNs ns : p.shapes.back().replaced_ns) tally.kernel_ns += ns;
+  }
+  if (!steps_apart(graph, p.steps)) return p;
+  for (std::size_t k = 0; k < p.steps.size(); ++k)
+    p.cleared.push_back(clear_block(graph, p.steps[k].block(), units_of(p.shapes[k]), true));
+  return p;
+}
+
+// Each step's CPU work and kernels replaced by the fused calls and kernels: in the places
+// prepare_steps cleared, or step by step where it cleared none.
+FusePlan complete_steps(Graph& graph, const ScenarioParams& params, const Prepared& p) {
+  FusePlan plan{{}, p.tally, p.steps_traced, {params.integer("kernels"), p.launch_ns}};
+  for (std::size_t k = 0; k < p.steps.size(); ++k) {
+    std::vector<Replacement> work = fused_work(graph, p.shapes[k], plan.settings);
+    for (std::size_t s = 1; s < work.size(); ++s) plan.tally.fused += work[s].tasks.size();
+    const auto inserted = p.cleared.empty() ? replace_block(graph, p.steps[k].block(), std::move(work))
+                                            : fill_block(graph, p.cleared[k], std::move(work));
+    std::vector<TaskId> launches;  // the launch calls, one per fused kernel, in order
+    for (TaskId t : inserted[0])
+      if (graph.task(t).kind == TaskKind::runtime) launches.push_back(t);
+    auto launch = launches.begin();
+    for (std::size_t s = 1; s < inserted.size(); ++s) {
+      plan.fused.push_back({inserted[s], p.shapes[k].replaced_ns[s - 1]});
+      for (TaskId kernel : inserted[s]) connect_launch(graph, *launch++, kernel);
+    }
+  }
   return plan;
 }
 
@@ -183,6 +260,19 @@ ScenarioOutcome time_fused_kernels(Graph& graph, const ScenarioParams& params, c
                        t.kept)}};
 }
 
+// Retimed by `factor`; prepared once for every `kernels` (the steps go the same way).
+ScenarioSplit fused_split() {
+  ScenarioSplit split;
+  split.retimed = {"factor"};
+  split.retime = time_fused_kernels;
+  split.completed = {"kernels"};
+  split.prepare = [](Graph& graph, const ScenarioParams& params) { return std::any(prepare_steps(graph, params)); };
+  split.complete = [](Graph& graph, const ScenarioParams& params, const std::any& prepared) {
+    return std::any(complete_steps(graph, params, std::any_cast<const Prepared&>(prepared)));
+  };
+  return split;
+}
+
 }  // namespace
 
 Scenario fused_adam() {
@@ -194,8 +284,7 @@ Scenario fused_adam() {
        ScenarioParam::text("step", kStepPattern,
                            "regular expression naming the CPU range of one optimizer step (NVTX or "
                            "record_function ranges too)")},
-      {{"factor"}, [](Graph& graph, const ScenarioParams& params) { return std::any(fuse_steps(graph, params)); },
-       time_fused_kernels});
+      fused_split());
 }
 
 }  // namespace daydream::scenarios

@@ -141,6 +141,17 @@ struct ScenarioSplit {
   std::vector<std::string> retimed;  ///< names of parameters that only set durations
   std::function<std::any(Graph& graph, const ScenarioParams& params)> restructure;
   std::function<ScenarioOutcome(Graph& graph, const ScenarioParams& params, const std::any& plan)> retime;
+  /// Optional, both or neither: restructure itself in two parts, for structural parameters whose
+  /// values only choose what goes where the other changes left room (fused_adam's `kernels`: a
+  /// step's work goes the same way whatever number of fused kernels takes its place). `prepare`
+  /// makes every change that reads neither a `completed` nor a retimed parameter's value and
+  /// returns what `complete` needs; `complete` makes the rest on the graph prepare changed and
+  /// returns retime's plan. Leave `restructure` empty: split_scenario makes it complete after
+  /// prepare. A Predictor keeps prepared graphs as it keeps restructured ones (prepare_key), so a
+  /// sweep over a completed parameter prepares once.
+  std::vector<std::string> completed;
+  std::function<std::any(Graph& graph, const ScenarioParams& params)> prepare;
+  std::function<std::any(Graph& graph, const ScenarioParams& params, const std::any& prepared)> complete;
 };
 
 /// A scenario: its name, what it models, its parameters and the script that applies it.
@@ -162,6 +173,9 @@ Scenario split_scenario(std::string name, std::string summary, std::vector<Scena
 /// parameter's value but the retimed ones', and whether each parameter was given. Equal keys:
 /// one restructured graph serves both.
 std::string restructure_key(const Scenario& scenario, const ScenarioParams& params);
+/// restructure_key without the completed parameters' values either (ScenarioSplit::prepare):
+/// equal keys, one prepared graph serves both.
+std::string prepare_key(const Scenario& scenario, const ScenarioParams& params);
 
 /// A set of scenarios by name: a value, so that each Predictor, CLI run or test holds the set it
 /// uses and nothing is shared behind its back. builtin_scenarios() is the library's own.

@@ -289,6 +289,25 @@ struct Replacement {
 std::vector<std::vector<TaskId>> replace_block(Graph& graph, const std::vector<TaskId>& block,
                                                std::vector<Replacement> replacements);
 
+/// replace_block in two steps, for a block that goes the same way whatever replaces it (a sweep
+/// over fused_adam's kernels per step): clear_block removes the block and keeps, for each of
+/// `units`, where its part of the block was and, with `keep_crossing`, the edges that crossed the
+/// block's boundary; fill_block then puts replacements there, on the graph clear_block changed or
+/// on a copy of it. replace_block is clear_block over its replacements' units, then fill_block.
+struct ClearedBlock {
+  std::vector<UnitId> units;
+  std::vector<ChainSpot> spots;  ///< per unit, where the block's first task on it was
+  CrossingEdges crossing;        ///< read before the removal, where kept
+  bool kept_crossing = false;
+};
+/// Throws Error, changing nothing, when the block has no task on one of `units`.
+ClearedBlock clear_block(Graph& graph, const std::vector<TaskId>& block, const std::vector<UnitId>& units,
+                         bool keep_crossing);
+/// Replacement i goes to the place of cleared.units[i], which must be its unit; one that takes over
+/// edges needs them kept. Returns the new tasks of each replacement.
+std::vector<std::vector<TaskId>> fill_block(Graph& graph, const ClearedBlock& cleared,
+                                            std::vector<Replacement> replacements);
+
 // --- GPU work and its launches ---
 
 /// Adds the edge by which CUDA call `call` launches GPU task `gpu_task`: start-to-start, with the

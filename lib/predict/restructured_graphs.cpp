@@ -64,12 +64,29 @@ ScenarioOutcome RestructuredGraphs::apply(const Graph& base, const Scenario& sce
     return split.retime(changed, params, entry->plan);
   }
   const std::size_t bytes = base.num_tasks() * kBytesPerTask;
-  if (bytes <= kMaxBytes && met_before(key)) {
-    auto entry = std::make_shared<Entry>(Entry{key, base, {}, bytes});
-    entry->plan = split.restructure(entry->graph, params);
-    if (prepare_copy_source(entry->graph)) keep(entry), changed = entry->graph;
-    else changed = std::move(entry->graph);  // a cycle: not kept, simulated as it is
+  const bool may_keep = bytes <= kMaxBytes;
+  // A copy of the base changed by `make` and prepared for copies, kept unless it has a cycle.
+  const auto made = [&](std::string made_key, const auto& make) {
+    auto entry = std::make_shared<Entry>(Entry{std::move(made_key), base, {}, bytes});
+    entry->plan = make(entry->graph);
+    if (prepare_copy_source(entry->graph)) keep(entry);
+    return std::shared_ptr<const Entry>(std::move(entry));
+  };
+  if (may_keep && met_before(key)) {
+    const auto entry = made(key, [&](Graph& graph) { return split.restructure(graph, params); });
+    changed = entry->graph;
     return split.retime(changed, params, entry->plan);
+  }
+  if (split.prepare) {  // a structure met once may still share its prepared part with others
+    const std::string prepared_key = "(prepared) " + prepare_key(scenario, params);
+    std::shared_ptr<const Entry> entry = find(prepared_key);
+    if (!entry && may_keep && met_before(prepared_key))
+      entry = made(prepared_key, [&](Graph& graph) { return split.prepare(graph, params); });
+    if (entry) {
+      changed = entry->graph;
+      const std::any plan = split.complete(changed, params, entry->plan);
+      return split.retime(changed, params, plan);
+    }
   }
   changed = base;
   const std::any plan = split.restructure(changed, params);

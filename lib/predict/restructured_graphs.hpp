@@ -6,7 +6,9 @@
 // those edits give is kept once a key has been met twice (a structure met once, such as each
 // value of a structural parameter, would only evict the others), prepared as a Predictor's base
 // is (report columns, topological ranks, the simulator's edge table), and each later spec with
-// that key copies it and retimes it: what it changes, not the whole scenario again.
+// that key copies it and retimes it: what it changes, not the whole scenario again. A split whose
+// restructure comes in two parts (ScenarioSplit::prepare, complete) has its prepared graphs kept
+// the same way, by prepare_key, for specs whose whole key is new: they copy one and complete it.
 #include <any>
 #include <cstddef>
 #include <memory>

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <initializer_list>
 
 #include "common/checked.hpp"
 #include "daydream/error.hpp"
@@ -197,9 +198,31 @@ namespace {
 void check_split(const std::string& name, const std::vector<ScenarioParam>& params, const ScenarioSplit& split) {
   if (!split.restructure || !split.retime)
     throw Error(fmt::format("scenario '{}': a split needs both restructure and retime", name));
-  for (const std::string& retimed : split.retimed)
-    if (std::none_of(params.begin(), params.end(), [&](const ScenarioParam& p) { return p.name == retimed; }))
-      throw Error(fmt::format("scenario '{}': retimed parameter '{}' is not one of its parameters", name, retimed));
+  if (!split.prepare != !split.complete)
+    throw Error(fmt::format("scenario '{}': a split restructures in two parts with both prepare and complete", name));
+  const auto check_names = [&](const std::vector<std::string>& names, std::string_view what) {
+    for (const std::string& named : names)
+      if (std::none_of(params.begin(), params.end(), [&](const ScenarioParam& p) { return p.name == named; }))
+        throw Error(fmt::format("scenario '{}': {} parameter '{}' is not one of its parameters", name, what, named));
+  };
+  check_names(split.retimed, "retimed");
+  check_names(split.completed, "completed");
+}
+
+/// Every parameter's name and whether it was given, and the values of those not in `skipped`.
+std::string key_of(const Scenario& scenario, const ScenarioParams& params,
+                   std::initializer_list<const std::vector<std::string>*> skipped) {
+  std::string key = scenario.name;
+  for (const ScenarioParam& p : scenario.params) {
+    key += fmt::format("\n{}{}", p.name, params.given(p.name) ? "!" : "");  // given or defaulted
+    if (std::any_of(skipped.begin(), skipped.end(), [&](const std::vector<std::string>* names) {
+          return std::find(names->begin(), names->end(), p.name) != names->end();
+        }))
+      continue;
+    if (p.kind == ParamKind::text) key += fmt::format("={}:{}", params.text(p.name).size(), params.text(p.name));
+    else key += fmt::format("={:a}", params.number(p.name));  // every bit of the value
+  }
+  return key;
 }
 
 }  // namespace
@@ -270,6 +293,11 @@ ScenarioParams resolve_params(const Scenario& scenario, const ScenarioSpec& spec
 }
 
 Scenario split_scenario(std::string name, std::string summary, std::vector<ScenarioParam> params, ScenarioSplit split) {
+  if (split.prepare && split.complete && !split.restructure)
+    split.restructure = [prepare = split.prepare, complete = split.complete](Graph& graph, const ScenarioParams& values) {
+      const std::any prepared = prepare(graph, values);
+      return complete(graph, values, prepared);
+    };
   check_split(name, params, split);
   auto parts = std::make_shared<const ScenarioSplit>(std::move(split));
   auto apply = [parts](Graph& graph, const ScenarioParams& values) {
@@ -281,15 +309,13 @@ Scenario split_scenario(std::string name, std::string summary, std::vector<Scena
 
 std::string restructure_key(const Scenario& scenario, const ScenarioParams& params) {
   const std::vector<std::string> none;
-  const auto& retimed = scenario.split ? scenario.split->retimed : none;
-  std::string key = scenario.name;
-  for (const ScenarioParam& p : scenario.params) {
-    key += fmt::format("\n{}{}", p.name, params.given(p.name) ? "!" : "");  // given or defaulted
-    if (std::find(retimed.begin(), retimed.end(), p.name) != retimed.end()) continue;
-    if (p.kind == ParamKind::text) key += fmt::format("={}:{}", params.text(p.name).size(), params.text(p.name));
-    else key += fmt::format("={:a}", params.number(p.name));  // every bit of the value
-  }
-  return key;
+  return key_of(scenario, params, {scenario.split ? &scenario.split->retimed : &none});
+}
+
+std::string prepare_key(const Scenario& scenario, const ScenarioParams& params) {
+  const std::vector<std::string> none;
+  if (!scenario.split) return key_of(scenario, params, {&none});
+  return key_of(scenario, params, {&scenario.split->retimed, &scenario.split->completed});
 }
 
 ScenarioOutcome apply_scenario(Graph& graph, const ScenarioSpec& spec, const ScenarioRegistry& registry) {

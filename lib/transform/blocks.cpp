@@ -165,17 +165,39 @@ TaskId insert_between(Graph& graph, NewTask task, TaskId prev, TaskId next, Time
 
 std::vector<std::vector<TaskId>> replace_block(Graph& graph, const std::vector<TaskId>& block,
                                                std::vector<Replacement> replacements) {
-  const auto in_block = task_mask(graph, block);
-  std::vector<ChainSpot> spots;
-  for (const Replacement& r : replacements) spots.push_back(chain_spot(graph, first_on_unit(graph, block, r.unit), in_block));
+  std::vector<UnitId> units;
+  for (const Replacement& r : replacements) units.push_back(r.unit);
   const bool taking_over = std::any_of(replacements.begin(), replacements.end(),
                                       [](const Replacement& r) { return r.take_over_edges && !r.tasks.empty(); });
-  const CrossingEdges crossing = taking_over ? crossing_edges(graph, block) : CrossingEdges{};
+  return fill_block(graph, clear_block(graph, block, units, taking_over), std::move(replacements));
+}
+
+ClearedBlock clear_block(Graph& graph, const std::vector<TaskId>& block, const std::vector<UnitId>& units,
+                         bool keep_crossing) {
+  const auto in_block = task_mask(graph, block);
+  ClearedBlock cleared{units, {}, {}, keep_crossing};
+  for (UnitId unit : units) cleared.spots.push_back(chain_spot(graph, first_on_unit(graph, block, unit), in_block));
+  if (keep_crossing) cleared.crossing = crossing_edges(graph, block);
   remove_block(graph, block);
+  return cleared;
+}
+
+std::vector<std::vector<TaskId>> fill_block(Graph& graph, const ClearedBlock& cleared,
+                                            std::vector<Replacement> replacements) {
+  if (replacements.size() > cleared.units.size())
+    throw Error(fmt::format("fill_block: {} replacements for a block cleared on {} units", replacements.size(),
+                            cleared.units.size()));
+  for (std::size_t i = 0; i < replacements.size(); ++i) {
+    if (replacements[i].unit != cleared.units[i])
+      throw Error(fmt::format("fill_block: replacement {} is on unit {}, the block's place {} on unit {}", i,
+                              replacements[i].unit, i, cleared.units[i]));
+    if (replacements[i].take_over_edges && !replacements[i].tasks.empty() && !cleared.kept_crossing)
+      throw Error(fmt::format("fill_block: replacement {} takes over edges the cleared block did not keep", i));
+  }
   std::vector<std::vector<TaskId>> inserted(replacements.size());
   std::map<UnitId, std::pair<TaskId, TaskId>> ends;  // of the units whose replacement takes over edges
   for (std::size_t i = 0; i < replacements.size(); ++i) {
-    const ChainSpot& spot = spots[i];
+    const ChainSpot& spot = cleared.spots[i];
     TaskId prev = spot.prev;
     TimeNs delay = spot.delay_in_ns;
     for (NewTask& task : replacements[i].tasks) {
@@ -187,7 +209,7 @@ std::vector<std::vector<TaskId>> replace_block(Graph& graph, const std::vector<T
     if (replacements[i].take_over_edges && !inserted[i].empty())
       ends[replacements[i].unit] = {inserted[i].front(), inserted[i].back()};
   }
-  take_over_edges(graph, crossing, ends);
+  take_over_edges(graph, cleared.crossing, ends);
   return inserted;
 }
 

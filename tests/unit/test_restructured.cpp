@@ -56,6 +56,45 @@ ScenarioRegistry probe_registry(const std::shared_ptr<Calls>& calls) {
   return registry;
 }
 
+/// test_prepared: prepare inserts `count` tasks after task 0 on its unit, complete `extra` more
+/// after them (a completed parameter), retime times them all `factor` x 1000 ns.
+ScenarioRegistry prepared_registry(const std::shared_ptr<Calls>& calls) {
+  const auto insert_after = [](Graph& graph, std::vector<TaskId>& inserted, std::int64_t count) {
+    for (std::int64_t i = 0; i < count; ++i) {
+      NewTask task = NewTask::of("inserted", TaskKind::cpu, 0, -1, Phase::unknown);
+      task.unit = graph.task(0).unit;
+      task.after = {inserted.empty() ? TaskId{0} : inserted.back()};
+      inserted.push_back(graph.insert(task));
+    }
+  };
+  ScenarioSplit split;
+  split.retimed = {"factor"};
+  split.completed = {"extra"};
+  split.prepare = [calls, insert_after](Graph& graph, const ScenarioParams& params) {
+    ++calls->restructures;
+    std::vector<TaskId> inserted;
+    insert_after(graph, inserted, params.integer("count"));
+    return std::any(inserted);
+  };
+  split.complete = [insert_after](Graph& graph, const ScenarioParams& params, const std::any& prepared) {
+    auto inserted = std::any_cast<const std::vector<TaskId>&>(prepared);
+    insert_after(graph, inserted, params.integer("extra"));
+    return std::any(inserted);
+  };
+  split.retime = [](Graph& graph, const ScenarioParams& params, const std::any& plan) {
+    const auto ns = static_cast<TimeNs>(1000 * params.number("factor"));
+    for (TaskId t : std::any_cast<const std::vector<TaskId>&>(plan)) graph.set_duration(t, ns);
+    return ScenarioOutcome{nullptr, {fmt::format("{} ns each", ns)}};
+  };
+  ScenarioRegistry registry;
+  registry.add(split_scenario("test_prepared", "inserts tasks in two parts and times them",
+                              {{"factor", ParamKind::number, 1, "x", 0, 100},
+                               {"count", ParamKind::integer, 2, "n", 1, 64},
+                               {"extra", ParamKind::integer, 1, "n", 0, 64}},
+                              std::move(split)));
+  return registry;
+}
+
 /// A prediction from `predictor` equals one from a Predictor that has seen no other spec (which
 /// restructures a copy of the base): the report and every task's schedule.
 void check_same_as_fresh(const Predictor& predictor, const Graph& base, const ScenarioRegistry& registry,
@@ -124,6 +163,51 @@ TEST_CASE("a Predictor restructures a key twice, then copies the kept graph and 
       check_same_as_fresh(predictor, base, registry, spec);
 }
 
+TEST_CASE("a Predictor prepares a key twice, then completes copies of the prepared graph", "[predict][split]") {
+  std::mt19937 rng(10);
+  const Graph base = test::random_chained_graph(rng, 4, 80);
+  auto calls = std::make_shared<Calls>();
+  const ScenarioRegistry registry = prepared_registry(calls);
+  const Scenario& s = registry.find("test_prepared");
+  const auto key = [&](const std::string& spec) { return prepare_key(s, resolve_params(s, parse_scenario_spec(spec))); };
+  CHECK(key("test_prepared:extra=1,factor=2") == key("test_prepared:extra=5,factor=3"));
+  CHECK(key("test_prepared:extra=1") != key("test_prepared:extra=1,count=3"));
+  CHECK(restructure_key(s, resolve_params(s, parse_scenario_spec("test_prepared:extra=1"))) !=
+        restructure_key(s, resolve_params(s, parse_scenario_spec("test_prepared:extra=2"))));
+
+  const Predictor predictor(base, registry);
+  for (const char* spec : {"test_prepared:extra=1", "test_prepared:extra=2", "test_prepared:extra=3",
+                           "test_prepared:extra=4"})
+    (void)predictor.predict(parse_scenario_spec(spec));
+  CHECK(calls->restructures == 2);  // once met, once kept: the others complete copies of it
+  (void)predictor.predict(parse_scenario_spec("test_prepared:extra=0,count=5"));  // another prepared key
+  CHECK(calls->restructures == 3);
+
+  for (int round = 0; round < 2; ++round)
+    for (const char* spec : {"test_prepared:extra=0", "test_prepared:extra=7,factor=0.5", "test_prepared:extra=2,count=4",
+                             "test_prepared:extra=3,count=4,factor=9", "test_prepared:extra=1,factor=3"})
+      check_same_as_fresh(predictor, base, registry, spec);
+  Graph direct = base;
+  (void)registry.apply(direct, parse_scenario_spec("test_prepared:extra=3,count=2"));  // restructure: prepare, complete
+  CHECK(direct.num_tasks() == base.num_tasks() + 5);
+}
+
+TEST_CASE("a split refuses prepare without complete, and a completed name the scenario lacks", "[scenario][split]") {
+  ScenarioSplit split;
+  split.retime = [](Graph&, const ScenarioParams&, const std::any&) { return ScenarioOutcome{}; };
+  split.prepare = [](Graph&, const ScenarioParams&) { return std::any(); };
+  CHECK_THROWS_WITH(split_scenario("s", "", {{"factor", ParamKind::number, 1, "x"}}, split),
+                    "scenario 's': a split needs both restructure and retime");
+  split.restructure = [](Graph&, const ScenarioParams&) { return std::any(); };
+  CHECK_THROWS_WITH(split_scenario("s", "", {{"factor", ParamKind::number, 1, "x"}}, split),
+                    "scenario 's': a split restructures in two parts with both prepare and complete");
+  split.restructure = nullptr;
+  split.complete = [](Graph&, const ScenarioParams&, const std::any&) { return std::any(); };
+  split.completed = {"count"};
+  CHECK_THROWS_WITH(split_scenario("s", "", {{"factor", ParamKind::number, 1, "x"}}, split),
+                    "scenario 's': completed parameter 'count' is not one of its parameters");
+}
+
 TEST_CASE("a Predictor's what-ifs that only set times copy no task record", "[predict][split][reuse]") {
   std::mt19937 rng(8);
   const Graph base = test::random_chained_graph(rng, 4, 80);
@@ -176,7 +260,8 @@ TEST_CASE("amp, cuda_graphs, fused_adam, ddp and p3 predict from kept restructur
   for (const char* spec : {"amp:tensor_core=2,other=1.5", "amp:tensor_core=3,other=2", "amp:tensor_core=4",
                            "cuda_graphs:launch=5us", "cuda_graphs:launch=20us", "cuda_graphs:launch=1us",
                            "fused_adam:factor=0.5", "fused_adam:factor=0.8,kernels=3", "fused_adam:factor=1.5,kernels=3",
-                           "fused_adam:factor=2", "amp:tensor_core=5,other=3", "cuda_graphs:launch=7us",
+                           "fused_adam:factor=2", "fused_adam:kernels=2", "fused_adam:kernels=4,factor=0.7",
+                           "amp:tensor_core=5,other=3", "cuda_graphs:launch=7us",
                            "ddp:machines=4,gpus=8,params=25.6e6,bandwidth=1Gbps",  // all-reduces inserted
                            "ddp:machines=4,gpus=8,params=25.6e6,bandwidth=10Gbps",
                            "ddp:machines=4,gpus=8,params=25.6e6,bandwidth=100Gbps"})

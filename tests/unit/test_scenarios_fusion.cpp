@@ -14,6 +14,7 @@
 
 #include "daydream/error.hpp"
 #include "daydream/ingest.hpp"
+#include "daydream/predict.hpp"
 #include "daydream/report/replay.hpp"
 #include "daydream/scenario.hpp"
 #include "daydream/simulate.hpp"
@@ -219,6 +220,53 @@ TEST_CASE("fused_adam moves the removed kernels' other GPU dependencies to the f
   CHECK(step_time(g) == 90 * us);
   CHECK(simulate(g).start_ns[sync] == 55 * us);
   CHECK_THAT(all_notes(out), Catch::Contains("kept 1 blocking or copy calls"));
+}
+
+TEST_CASE("fused_adam fuses steps that touch one after another: the second step's kernel follows the first's",
+          "[scenario][fusion]") {
+  // Two optimizer steps back to back, their kernels back to back on the stream (a2 -> b1): the
+  // steps cannot all be removed before their replacements go in, so each is fused in turn and
+  // the second step's fused kernel follows the first's on the stream.
+  //   cpu: Optimizer.step A [10,30): launches [12,17) [20,25); B [30,50): launches [32,37) [40,45)
+  //   gpu: a1 [25,30) a2 [30,35) b1 [40,45) b2 [45,50)
+  const Graph base = test::graph_of(KinetoJson()
+                                        .annotation("ProfilerStep#0", 0, 100)
+                                        .annotation("Optimizer.step#Adam.step", 10, 20)
+                                        .runtime("cudaLaunchKernel", 12, 5, 1)
+                                        .kernel("a1", 25, 5, 1)
+                                        .runtime("cudaLaunchKernel", 20, 5, 2)
+                                        .kernel("a2", 30, 5, 2)
+                                        .annotation("Optimizer.step#Adam.step", 30, 20)
+                                        .runtime("cudaLaunchKernel", 32, 5, 3)
+                                        .kernel("b1", 40, 5, 3)
+                                        .runtime("cudaLaunchKernel", 40, 5, 4)
+                                        .kernel("b2", 45, 5, 4)
+                                        .str());
+  Graph g = base;
+  const auto out = apply(g, "fused_adam");
+  CHECK_THAT(all_notes(out), Catch::Contains("2 of 2 optimizer steps fused: removed 4 kernels/memsets"));
+  std::vector<TaskId> fused;
+  for (TaskId t = 0; t < g.num_tasks(); ++t)
+    if (!g.removed(t) && g.name(t) == "fused_optimizer_kernel (multi_tensor_apply)") fused.push_back(t);
+  REQUIRE(fused.size() == 2);
+  REQUIRE(edge_between(g, fused[0], fused[1]));
+  CHECK(edge_between(g, fused[0], fused[1])->type == EdgeType::gpu_sequential);
+  CHECK(g.find_cycle().empty());
+
+  // Through a Predictor, which keeps what fused_adam prepares across values of `kernels`, the
+  // same as applying each spec to a copy of the base.
+  const Predictor predictor(base);
+  for (int round = 0; round < 2; ++round)
+    for (const char* spec : {"fused_adam:kernels=1", "fused_adam:kernels=2", "fused_adam:kernels=3,factor=0.5"}) {
+      INFO(spec);
+      Graph direct = base;
+      apply(direct, spec);
+      Graph changed;
+      SimulationResult result;
+      (void)predictor.predict(parse_scenario_spec(spec), changed, result);
+      CHECK(changed.fingerprint() == direct.fingerprint());
+      CHECK(result.end_ns == simulate(direct).end_ns);
+    }
 }
 
 TEST_CASE("fused_adam refuses a trace without an optimizer step, and bad parameters", "[scenario][fusion]") {

@@ -479,6 +479,41 @@ TEST_CASE("replace_block puts new tasks where the block was, keeping only the ga
                     Catch::Contains("the block has no task on unit 1"));
 }
 
+TEST_CASE("clear_block, then fill_block on copies, gives what replace_block gives", "[transform][primitives]") {
+  Pipeline p;
+  const auto work = [&](int kernels) {
+    std::vector<Replacement> replacements{{p.cpu, {}, 0, false}, {p.gpu, {}, 1 * us, true}};
+    for (int i = 0; i < kernels; ++i) {
+      replacements[0].tasks.push_back(NewTask::of("fused call", TaskKind::runtime, 3 * us, -1, Phase::unknown));
+      replacements[1].tasks.push_back(NewTask::of("fused kernel", TaskKind::kernel, 5 * us, -1, Phase::unknown));
+    }
+    return replacements;
+  };
+  Graph cleared_graph = p.g;
+  const ClearedBlock cleared = clear_block(cleared_graph, {p.b, p.k2}, {p.cpu, p.gpu}, true);
+  CHECK(cleared_graph.removed(p.b));
+  CHECK(cleared_graph.removed(p.k2));
+  CHECK(cleared.spots.at(0).prev == p.a);
+  CHECK(cleared.spots.at(0).next == p.c);
+  for (int kernels : {1, 2, 3}) {
+    INFO(kernels << " kernels");
+    Graph replaced = p.g, filled = cleared_graph;
+    const auto expected = replace_block(replaced, {p.b, p.k2}, work(kernels));
+    CHECK(fill_block(filled, cleared, work(kernels)) == expected);
+    CHECK(filled.fingerprint() == replaced.fingerprint());
+  }
+  Graph filled = cleared_graph;
+  CHECK_THROWS_WITH(fill_block(filled, cleared, {{p.gpu, {}, 0, false}}),
+                    "fill_block: replacement 0 is on unit 1, the block's place 0 on unit 0");
+  Graph without_crossing = p.g;
+  const ClearedBlock bare = clear_block(without_crossing, {p.b, p.k2}, {p.cpu, p.gpu}, false);
+  CHECK_THROWS_WITH(fill_block(without_crossing, bare, work(1)),
+                    "fill_block: replacement 1 takes over edges the cleared block did not keep");
+  Graph untouched = p.g;
+  CHECK_THROWS_WITH(clear_block(untouched, {p.a}, {p.gpu}, false), Catch::Contains("the block has no task on unit 1"));
+  CHECK(untouched.fingerprint() == p.g.fingerprint());
+}
+
 TEST_CASE("runs on a chain, tasks per unit and the tasks of a range's windows", "[transform][primitives]") {
   Pipeline p;
   const std::map<UnitId, std::vector<TaskId>> by_unit{{p.cpu, {p.a, p.c}}, {p.gpu, {p.k1, p.k2}}};
