@@ -17,6 +17,20 @@ constexpr std::size_t kPoolSlack = 4096;
 
 }  // namespace
 
+EdgeStore::EdgeStore(const EdgeStore& other)
+    : records_(other.records_), dead_(other.dead_), out_(other.out_), in_(other.in_) {}
+
+EdgeStore& EdgeStore::operator=(const EdgeStore& other) {
+  if (this == &other) return *this;
+  records_ = other.records_;
+  dead_ = other.dead_;
+  out_ = other.out_;
+  in_ = other.in_;
+  changed_.clear();
+  changed_count_ = 0;
+  return *this;
+}
+
 TaskId EdgeStore::add_vertex() {
   out_.rows.emplace_back();
   in_.rows.emplace_back();
@@ -58,6 +72,8 @@ EdgeId EdgeStore::add(TaskId from, TaskId to, const Edge& edge) {
   if (records_.size() + 1 >= kNoEdge) throw Error("a graph holds at most 2^32 - 2 edges");
   const auto id = static_cast<EdgeId>(records_.size());
   records_.push_back({from, to, edge});
+  mark_changed(from);
+  mark_changed(to);
   push(out_, from, id);
   push(in_, to, id);
   return id;
@@ -88,6 +104,8 @@ void EdgeStore::compact_row(Rows& rows, TaskId v) {
 void EdgeStore::remove(EdgeId id) {
   Record& record = records_[id];
   const TaskId from = record.from;
+  mark_changed(from);
+  mark_changed(record.to);
   record.from = kNoTask;
   ++dead_;
   drop_from_row(out_, from);
@@ -116,6 +134,8 @@ void EdgeStore::clear_vertex(TaskId v) {
     if (dead(id)) continue;  // an edge v -> v is in both rows
     Record& record = records_[id];
     const TaskId other_end_out = record.from, other_end_in = record.to;
+    mark_changed(other_end_out);
+    mark_changed(other_end_in);
     record.from = kNoTask;
     ++dead_;
     if (other_end_out != v) drop_from_row(out_, other_end_out);

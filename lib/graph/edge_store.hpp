@@ -10,6 +10,7 @@
 // a task's out-edges (and in-edges) in the order they were added; removing edges keeps the order
 // of the others.
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -22,6 +23,13 @@ inline constexpr EdgeId kNoEdge = 0xffffffffu;
 
 class EdgeStore {
  public:
+  EdgeStore() = default;
+  /// A copy starts with nothing changed since (changed_since_copy).
+  EdgeStore(const EdgeStore& other);
+  EdgeStore& operator=(const EdgeStore& other);
+  EdgeStore(EdgeStore&&) noexcept = default;
+  EdgeStore& operator=(EdgeStore&&) noexcept = default;
+
   TaskId add_vertex();
   /// Room for this many vertices and edges in all (address space: untouched, it is not resident).
   void reserve(std::size_t vertices, std::size_t edges);
@@ -53,10 +61,23 @@ class EdgeStore {
   TaskId source(EdgeId id) const { return records_[id].from; }
   TaskId target(EdgeId id) const { return records_[id].to; }
   const Edge& edge(EdgeId id) const { return records_[id].edge; }
-  Edge& edge(EdgeId id) { return records_[id].edge; }
+  /// The edge, for a change (which marks its ends changed).
+  Edge& edge(EdgeId id) {
+    mark_changed(records_[id].from);
+    mark_changed(records_[id].to);
+    return records_[id].edge;
+  }
 
   std::size_t out_degree(TaskId v) const { return out_.rows[v].live; }
   std::size_t in_degree(TaskId v) const { return in_.rows[v].live; }
+
+  /// Whether a row of vertex `v` (one of the store it was copied from) changed since this store
+  /// was copied: an edge added, removed or handed out for a change marks both its ends. Vertices
+  /// added since are not marked. The simulator's table of a copy is its source's table with the
+  /// rows of these vertices read again (Graph::edge_table).
+  bool changed_since_copy(TaskId v) const { return v < changed_.size() && changed_[v] != 0; }
+  /// How many vertices changed_since_copy names.
+  std::size_t changed_count() const { return changed_count_; }
 
   /// A hash of the sizes and of every edge record (ends, delay, timing): equal for stores that
   /// took the same edits; it only picks candidates for an exact comparison.
@@ -104,6 +125,11 @@ class EdgeStore {
     return true;
   }
   bool dead(EdgeId id) const { return records_[id].from == kNoTask; }
+  void mark_changed(TaskId v) {
+    if (v >= changed_.size()) changed_.resize(std::max<std::size_t>(num_vertices(), std::size_t{v} + 1), 0);
+    changed_count_ += changed_[v] == 0;
+    changed_[v] = 1;
+  }
   void drop_from_row(Rows& rows, TaskId v);
   void compact_row(Rows& rows, TaskId v);
   void compact_arena(Rows& rows);
@@ -114,6 +140,8 @@ class EdgeStore {
   Rows out_, in_;
   std::vector<EdgeId> scratch_ids_;          // clear_vertex's, kept to save an allocation per call
   std::vector<Record> scratch_in_, scratch_out_;  // bypass_vertex's
+  std::vector<std::uint8_t> changed_;            // per vertex: changed since the copy (grown on demand)
+  std::size_t changed_count_ = 0;
 };
 
 }  // namespace daydream

@@ -76,6 +76,7 @@ std::mutex& catch_up_mutex() {
   return mutex;
 }
 std::atomic<std::uint64_t> catch_ups{0};
+std::atomic<std::uint64_t> table_patches{0};
 }  // namespace
 
 namespace {
@@ -258,6 +259,7 @@ void TaskRecords::reserve(std::size_t count) {
 }  // namespace detail
 
 std::uint64_t GraphAccess::record_catch_ups() { return detail::catch_ups.load(std::memory_order_relaxed); }
+std::uint64_t GraphAccess::edge_table_patches() { return detail::table_patches.load(std::memory_order_relaxed); }
 
 void Graph::catch_up_records() const { records_.catch_up(*task_columns_.peek()); }
 
@@ -405,31 +407,42 @@ std::vector<UnitId> unchained_units(const EdgeTable& table, const TaskColumns& t
 namespace {
 
 /// Kahn's ready tasks below its scan, lowest id first. On a trace's graph there are one or two
-/// at a time (a thread's chain going on after a sync, a stream's next kernel): a short list kept
-/// sorted, highest first so that the lowest comes off the back, serves them without a heap's
-/// sifting; a list grown past kSortedMost turns into a binary heap until it empties.
+/// at a time (a thread's chain going on after a sync, a stream's next kernel): a short array kept
+/// sorted, highest first so that the lowest comes off the end, serves them without a heap's
+/// sifting or a vector's bookkeeping; past kSortedMost they move to a binary heap until it empties.
 class ReadyIds {
  public:
-  bool empty() const { return ids_.empty(); }
-  TaskId lowest() const { return heap_ ? ids_.front() : ids_.back(); }
+  bool empty() const { return sorted_size_ == 0 && heap_.empty(); }
+  TaskId lowest() const { return heap_.empty() ? sorted_[sorted_size_ - 1] : heap_.front(); }
   void push(TaskId id) {
-    if (!heap_ && ids_.size() == kSortedMost) std::make_heap(ids_.begin(), ids_.end(), std::greater<>()), heap_ = true;
-    ids_.push_back(id);
-    if (heap_) return std::push_heap(ids_.begin(), ids_.end(), std::greater<>());
-    std::size_t i = ids_.size() - 1;
-    for (; i > 0 && ids_[i - 1] < id; --i) ids_[i] = ids_[i - 1];
-    ids_[i] = id;
+    if (heap_.empty()) {
+      if (sorted_size_ < kSortedMost) {
+        std::size_t i = sorted_size_++;
+        for (; i > 0 && sorted_[i - 1] < id; --i) sorted_[i] = sorted_[i - 1];
+        sorted_[i] = id;
+        return;
+      }
+      heap_.assign(sorted_, sorted_ + sorted_size_);
+      std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+      sorted_size_ = 0;
+    }
+    heap_.push_back(id);
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
   }
   void pop() {
-    if (heap_) std::pop_heap(ids_.begin(), ids_.end(), std::greater<>());
-    ids_.pop_back();
-    if (ids_.empty()) heap_ = false;
+    if (heap_.empty()) {
+      --sorted_size_;
+      return;
+    }
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    heap_.pop_back();
   }
 
  private:
   static constexpr std::size_t kSortedMost = 32;
-  std::vector<TaskId> ids_;
-  bool heap_ = false;
+  TaskId sorted_[kSortedMost];
+  std::size_t sorted_size_ = 0;
+  std::vector<TaskId> heap_;  // every ready id while it holds any
 };
 
 }  // namespace
@@ -440,16 +453,16 @@ std::vector<TaskId> kahn_order(const EdgeTable& table, const std::vector<TaskId>
   if (next_in_chain)
     for (const TaskId next : *next_in_chain)
       if (next != kNoTask) ++remaining[next];
-  std::vector<TaskId> order;
-  order.reserve(n);
+  std::vector<TaskId> order(n);
+  TaskId taken = 0;
   ReadyIds ready;   // ids below `scan` only
   TaskId scan = 0;  // tasks from here on are taken in id order once ready
   const auto release = [&](TaskId next) {
     if (--remaining[next] == 0 && next < scan) ready.push(next);
   };
-  while (order.size() < n) {
+  while (taken < n) {
     TaskId t;
-    if (!ready.empty() && (scan >= n || ready.lowest() < scan)) {
+    if (!ready.empty()) {  // below the scan, so lower than any task it will take
       t = ready.lowest();
       ready.pop();
     } else {
@@ -457,46 +470,136 @@ std::vector<TaskId> kahn_order(const EdgeTable& table, const std::vector<TaskId>
       if (scan >= n) break;
       t = scan++;
     }
-    order.push_back(t);
+    order[taken++] = t;
     for (auto i = table.first[t]; i < table.first[t + 1]; ++i) release(table.target[i]);
     if (next_in_chain && (*next_in_chain)[t] != kNoTask) release((*next_in_chain)[t]);
   }
+  order.resize(taken);
   return order;
 }
 
 namespace {
 
-/// The simulator's table of `edges` (n tasks), written into `table`'s memory: every field is
-/// refilled, so the memory of a dropped table serves.
-void fill_edge_table(const EdgeStore& edges, std::size_t n, const TaskColumns& columns, EdgeTable& table) {
+/// Appends vertex v's out-edges in row order to the table's successor columns; returns whether
+/// one is a launch edge.
+bool append_store_row(const EdgeStore& edges, TaskId v, EdgeTable& table) {
+  bool launches = false;
+  edges.each_out(v, [&](EdgeId e) {
+    const Edge& edge = edges.edge(e);
+    table.target.push_back(edges.target(e));
+    table.delay_ns.push_back(edge.delay_ns);
+    table.start_to_start.push_back(edge.timing == Timing::start_to_start ? 1 : 0);
+    launches |= edge.type == EdgeType::launch;
+    return true;
+  });
+  return launches;
+}
+
+/// Empties the successor columns, keeping room for `edges` entries (a dropped table's memory).
+void clear_successor_columns(EdgeTable& table, std::size_t n, std::size_t edges) {
   table.first.assign(n + 1, 0);
-  table.in_degree.assign(n, 0);
-  const auto empty_with_room = [&](auto& column) { column.clear(), column.reserve(edges.num_edges()); };
+  table.launches.assign(n, 0);
+  const auto empty_with_room = [&](auto& column) { column.clear(), column.reserve(edges); };
   empty_with_room(table.target);
   empty_with_room(table.delay_ns);
   empty_with_room(table.start_to_start);
-  table.launching_units.clear();
-  for (TaskId v = 0; v < n; ++v) {
-    bool launches = false;
-    edges.each_out(v, [&](EdgeId e) {
-      const TaskId w = edges.target(e);
-      const Edge& edge = edges.edge(e);
-      table.target.push_back(w);
-      table.delay_ns.push_back(edge.delay_ns);
-      table.start_to_start.push_back(edge.timing == Timing::start_to_start ? 1 : 0);
-      launches |= edge.type == EdgeType::launch;
-      ++table.in_degree[w];
-      return true;
-    });
-    table.first[v + 1] = static_cast<std::uint32_t>(table.target.size());
-    if (launches) mark_launching(table.launching_units, columns.unit[v]);
+}
+
+/// What follows from the successor columns: in-degrees, the first unusable delay, the reverse
+/// rows (unless `reverse_rows_set`), the order, the units that are not chains and those that
+/// launch GPU work.
+void complete_edge_table(const TaskColumns& columns, EdgeTable& table, bool reverse_rows_set) {
+  const std::size_t n = table.first.size() - 1;
+  if (!reverse_rows_set) {
+    table.in_degree.assign(n, 0);
+    for (const TaskId w : table.target) ++table.in_degree[w];
+    add_reverse_rows(table);
   }
   const auto unusable = std::find_if(table.delay_ns.begin(), table.delay_ns.end(),
                                      [](TimeNs d) { return d < 0 || d > kMaxDelayNs; });
   table.first_unusable_delay = static_cast<std::size_t>(unusable - table.delay_ns.begin());
-  add_reverse_rows(table);
   table.topological = kahn_order(table);
   table.unchained_units = unchained_units(table, columns);
+  table.launching_units.clear();
+  for (TaskId v = 0; v < n; ++v)
+    if (table.launches[v]) mark_launching(table.launching_units, columns.unit[v]);
+}
+
+/// The simulator's table of `edges` (n tasks), written into `table`'s memory: every field is
+/// refilled, so the memory of a dropped table serves.
+void fill_edge_table(const EdgeStore& edges, std::size_t n, const TaskColumns& columns, EdgeTable& table) {
+  clear_successor_columns(table, n, edges.num_edges());
+  for (TaskId v = 0; v < n; ++v) {
+    table.launches[v] = append_store_row(edges, v, table) ? 1 : 0;
+    table.first[v + 1] = static_cast<std::uint32_t>(table.target.size());
+  }
+  complete_edge_table(columns, table, false);
+}
+
+/// Whether patch_edge_table pays: the copy's changed rows are a small part of its source's.
+bool worth_patching(const EdgeStore& edges, const EdgeTable& source, std::size_t n) {
+  const std::size_t source_tasks = source.first.size() - 1;
+  return source_tasks <= n && edges.changed_count() * 4 < source_tasks;
+}
+
+/// fill_edge_table's table, from `source`, the table of the structure `edges` was copied from:
+/// the rows (both ways) of tasks whose edges did not change since are source's, copied in runs;
+/// the others are read from the store, their predecessors in source id order as a counting sort
+/// by source leaves them (the order two edges between the same tasks were added keeps in both
+/// rows).
+void patch_edge_table(const EdgeStore& edges, std::size_t n, const TaskColumns& columns, const EdgeTable& source,
+                      EdgeTable& table) {
+  const std::size_t source_tasks = source.first.size() - 1;
+  const auto changed = [&](TaskId v) { return v >= source_tasks || edges.changed_since_copy(v); };
+  const auto unchanged_run_end = [&](TaskId v) {
+    while (v < n && !changed(v)) ++v;
+    return v;
+  };
+  clear_successor_columns(table, n, edges.num_edges());
+  for (TaskId v = 0; v < n;) {
+    if (changed(v)) {
+      table.launches[v] = append_store_row(edges, v, table) ? 1 : 0;
+      table.first[v + 1] = static_cast<std::uint32_t>(table.target.size());
+      ++v;
+      continue;
+    }
+    const TaskId end = unchanged_run_end(v);
+    const std::uint32_t from = source.first[v], to = source.first[end];
+    const auto shift = static_cast<std::uint32_t>(table.target.size()) - from;  // modulo 2^32, undone below
+    table.target.insert(table.target.end(), source.target.begin() + from, source.target.begin() + to);
+    table.delay_ns.insert(table.delay_ns.end(), source.delay_ns.begin() + from, source.delay_ns.begin() + to);
+    table.start_to_start.insert(table.start_to_start.end(), source.start_to_start.begin() + from,
+                                source.start_to_start.begin() + to);
+    std::copy(source.launches.begin() + v, source.launches.begin() + end, table.launches.begin() + v);
+    for (TaskId u = v; u < end; ++u) table.first[u + 1] = source.first[u + 1] + shift;
+    v = end;
+  }
+  table.in_degree.assign(n, 0);
+  for (const TaskId w : table.target) ++table.in_degree[w];
+  table.in_first.assign(n + 1, 0);
+  for (std::size_t t = 0; t < n; ++t) table.in_first[t + 1] = table.in_first[t] + table.in_degree[t];
+  table.in_edges.resize(table.target.size());
+  std::vector<InEdge> gathered;
+  for (TaskId w = 0; w < n;) {
+    if (changed(w)) {
+      gathered.clear();
+      edges.each_in(w, [&](EdgeId e) {
+        const Edge& edge = edges.edge(e);
+        gathered.push_back({edge.delay_ns, edges.source(e), static_cast<std::uint8_t>(edge.timing == Timing::start_to_start)});
+        return true;
+      });
+      std::stable_sort(gathered.begin(), gathered.end(), [](const InEdge& a, const InEdge& b) { return a.source < b.source; });
+      std::copy(gathered.begin(), gathered.end(), table.in_edges.begin() + table.in_first[w]);
+      ++w;
+      continue;
+    }
+    const TaskId end = unchanged_run_end(w);
+    std::copy(source.in_edges.begin() + source.in_first[w], source.in_edges.begin() + source.in_first[end],
+              table.in_edges.begin() + table.in_first[w]);
+    w = end;
+  }
+  complete_edge_table(columns, table, true);
+  detail::table_patches.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -512,7 +615,9 @@ std::shared_ptr<const EdgeTable> Graph::edge_table() const {
     if (auto cached = table_cache_->find(key, edges, *columns)) return storage_->table = std::move(cached);
   // The memory of a table the structure dropped, where there is one.
   std::shared_ptr<EdgeTable> table = storage_->spare_table ? std::move(storage_->spare_table) : std::make_shared<EdgeTable>();
-  fill_edge_table(edges, num_tasks(), *columns, *table);
+  const auto& source = storage_->copied_table;
+  if (source && worth_patching(edges, *source, num_tasks())) patch_edge_table(edges, num_tasks(), *columns, *source, *table);
+  else fill_edge_table(edges, num_tasks(), *columns, *table);
   storage_->table = table;
   if (table_cache_)
     if (auto freed = table_cache_->offer(key, *columns, table); freed && !storage_->spare_table)
@@ -523,6 +628,12 @@ std::shared_ptr<const EdgeTable> Graph::edge_table() const {
 bool GraphAccess::ranks_valid(const Graph& graph) { return graph.structure().ranks.valid; }
 
 void GraphAccess::share_edge_tables(Graph& graph) { graph.table_cache_ = std::make_shared<EdgeTableCache>(); }
+
+std::shared_ptr<const EdgeTable> GraphAccess::edge_table_from_rows(const Graph& graph) {
+  auto table = std::make_shared<EdgeTable>();
+  fill_edge_table(graph.structure().edges, graph.num_tasks(), *graph.task_columns(), *table);
+  return table;
+}
 
 std::shared_ptr<const TaskColumns> Graph::task_columns() const {
   return task_columns_.get_or_make([this] {

@@ -30,6 +30,11 @@ struct GraphAccess {
   /// than once and reuse them (graph/edge_table_cache.hpp): a Predictor's base, whose what-ifs
   /// often repeat one structure with other numbers.
   static void share_edge_tables(Graph& graph);
+  /// The simulator's table of the graph's edges built from every row, as edge_table() builds it
+  /// for a graph with no table to patch or reuse (tests compare the two).
+  static std::shared_ptr<const EdgeTable> edge_table_from_rows(const Graph& graph);
+  /// How many edge tables were patched from a source's so far (process-wide, for tests).
+  static std::uint64_t edge_table_patches();
   /// The tasks by unit and recorded start (Graph::recorded_order, for tasks_by_unit).
   static std::shared_ptr<const std::vector<TaskId>> recorded_order(const Graph& graph) { return graph.recorded_order(); }
   static std::shared_ptr<const std::vector<TaskId>> recorded_order_if_built(const Graph& graph) {

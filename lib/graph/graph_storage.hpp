@@ -47,8 +47,9 @@ struct EdgeTable {
   /// one before (ascending). Tasks keep their unit, and removing one changes the structure, so
   /// this holds as long as the table.
   std::vector<UnitId> unchained_units;
-  /// Per unit (up to the last one found): 1 where a task of the unit launches GPU work (a launch
-  /// edge leaves it), which makes a CPU thread part of the run (run_span_ns).
+  /// Per task: 1 where a launch edge leaves it. Per unit (up to the last one found): 1 where a task
+  /// of the unit launches GPU work, which makes a CPU thread part of the run (run_span_ns).
+  std::vector<std::uint8_t> launches;
   std::vector<std::uint8_t> launching_units;
 };
 
@@ -131,20 +132,29 @@ struct GraphStorage {
   EdgeStore edges;
   TopologicalRanks ranks;
   /// Cache of Graph::edge_table(); dropped whenever the structure is handed out for changes.
-  std::mutex table_mutex;
+  mutable std::mutex table_mutex;
   std::shared_ptr<const EdgeTable> table;
   /// A dropped table nothing else held, whose memory the next edge_table() refills.
   std::shared_ptr<EdgeTable> spare_table;
+  /// The table of the structure this one was copied from, where it had one when copied: the next
+  /// edge_table() reads again only the rows that changed since (EdgeStore::changed_since_copy).
+  std::shared_ptr<const EdgeTable> copied_table;
 
   GraphStorage() = default;
-  GraphStorage(const GraphStorage& other) : edges(other.edges), ranks(other.ranks) {}
+  GraphStorage(const GraphStorage& other) : edges(other.edges), ranks(other.ranks), copied_table(other.current_table()) {}
   /// Copies the structure into this one's memory (CowPtr::unshared); its table goes.
   GraphStorage& operator=(const GraphStorage& other) {
     if (this == &other) return *this;
     edges = other.edges;
     ranks = other.ranks;
     drop_table();
+    copied_table = other.current_table();
     return *this;
+  }
+  /// The table, or null (another thread may be building it).
+  std::shared_ptr<const EdgeTable> current_table() const {
+    std::lock_guard lock(table_mutex);
+    return table;
   }
   /// Drops the table (the structure changes), keeping it as the spare when unshared. Called
   /// only by the graph that has this structure to itself.

@@ -13,11 +13,13 @@
 
 #include "daydream/analyze.hpp"
 #include "daydream/ingest.hpp"
+#include "daydream/predict.hpp"
 #include "daydream/report/replay.hpp"
 #include "daydream/scenario.hpp"
 #include "daydream/simulate.hpp"
 #include "daydream/transform.hpp"
 #include "graph/graph_access.hpp"
+#include "graph/graph_storage.hpp"
 #include "shared_traces.hpp"
 #include "unit/graph_helpers.hpp"
 
@@ -252,6 +254,110 @@ TEST_CASE("a base's copies reuse the edge table of a structure built twice, and 
   check_same_result(r3, simulate(with_task_on(plain, cpu)));
   // A what-if that keeps the base's structure shares the base's table, as before.
   CHECK(table(scaled(base, 2.0)) == table(base));
+  // The same edges but one of another type: a launch makes its thread part of the run, which the
+  // table records (launching_units), so the table is not reused.
+  const auto with_edge = [&](const Graph& from, EdgeType type) {
+    Graph g = from;
+    g.add_edge(0, 7, {type, Timing::finish_to_start, 0, false});
+    return g;
+  };
+  const Graph l1 = with_edge(base, EdgeType::cpu_sequential), l2 = with_edge(base, EdgeType::cpu_sequential);
+  (void)simulate(l1), (void)simulate(l2);
+  REQUIRE(table(l2)->launching_units.empty());
+  const Graph launching = with_edge(base, EdgeType::launch);
+  CHECK(table(launching) != table(l2));
+  CHECK(table(launching)->launching_units == std::vector<std::uint8_t>{1});
+}
+
+namespace {
+
+/// Every field of two simulator tables.
+void check_same_table(const EdgeTable& a, const EdgeTable& b) {
+  CHECK(a.first == b.first);
+  CHECK(a.target == b.target);
+  CHECK(a.delay_ns == b.delay_ns);
+  CHECK(a.start_to_start == b.start_to_start);
+  CHECK(a.in_degree == b.in_degree);
+  CHECK(a.in_first == b.in_first);
+  REQUIRE(a.in_edges.size() == b.in_edges.size());
+  for (std::size_t i = 0; i < a.in_edges.size(); ++i) {
+    INFO("in-edge " << i);
+    CHECK(a.in_edges[i].source == b.in_edges[i].source);
+    CHECK(a.in_edges[i].delay_ns == b.in_edges[i].delay_ns);
+    CHECK(a.in_edges[i].start_to_start == b.in_edges[i].start_to_start);
+  }
+  CHECK(a.topological == b.topological);
+  CHECK(a.first_unusable_delay == b.first_unusable_delay);
+  CHECK(a.unchained_units == b.unchained_units);
+  CHECK(a.launches == b.launches);
+  CHECK(a.launching_units == b.launching_units);
+}
+
+/// A few random edits of `g`: tasks inserted and removed, edges added, removed and given other
+/// delays, parallel edges among them.
+void edit_at_random(std::mt19937& rng, Graph& g, int edits) {
+  auto pick = [&](std::size_t max) { return static_cast<TaskId>(std::uniform_int_distribution<std::size_t>(0, max)(rng)); };
+  for (int i = 0; i < edits; ++i) {
+    const TaskId a = pick(g.num_tasks() - 1), b = pick(g.num_tasks() - 1);
+    if (g.removed(a) || g.removed(b) || a == b) continue;
+    const TaskId from = std::min(a, b), to = std::max(a, b);  // id order is a topological order here
+    switch (pick(4)) {
+      case 0: g.remove(a); break;
+      case 1: g.connect(from, to, {EdgeType::cross_thread, Timing::finish_to_start, pick(50), false}); break;
+      case 2:
+        if (!g.successors(from).empty()) g.edge(from, g.successors(from).front().task).delay_ns = pick(70);
+        break;
+      case 3: {
+        NewTask task = NewTask::of("new", TaskKind::cpu, pick(20), -1, Phase::unknown);
+        task.unit = g.task(from).unit;
+        task.after = {from};
+        g.insert(task);
+        break;
+      }
+      default:
+        if (!g.successors(from).empty()) g.disconnect(from, g.successors(from).front().task);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a copy's edge table patched from its source's equals the table built from every row", "[simulate][reuse]") {
+  std::mt19937 rng(11);
+  const std::uint64_t patches = GraphAccess::edge_table_patches();
+  for (int round = 0; round < 20; ++round) {
+    INFO("round " << round);
+    Graph base = test::random_chained_graph(rng, 5, 600);
+    (void)GraphAccess::edge_table(base);
+    Graph copy = base;
+    edit_at_random(rng, copy, 1 + round % 6);
+    check_same_table(*GraphAccess::edge_table(copy), *GraphAccess::edge_table_from_rows(copy));
+    Graph copy_of_copy = copy;  // patched again from the first copy's table
+    edit_at_random(rng, copy_of_copy, 3);
+    check_same_table(*GraphAccess::edge_table(copy_of_copy), *GraphAccess::edge_table_from_rows(copy_of_copy));
+    edit_at_random(rng, copy_of_copy, 2);  // changed again after its table was built
+    check_same_table(*GraphAccess::edge_table(copy_of_copy), *GraphAccess::edge_table_from_rows(copy_of_copy));
+  }
+  CHECK(GraphAccess::edge_table_patches() > patches + 40);
+}
+
+TEST_CASE("what-ifs on a Predictor's base patch its edge table into the table built from every row",
+          "[simulate][reuse][real]") {
+  SKIP_WITHOUT_SHARED_TRACES();
+  const auto files = test::traces_at("resnet50-v100-dataloader/workers0");
+  REQUIRE(files.size() == 1);
+  const Predictor predictor(build_graph(load_trace(files[0].string())));
+  const std::uint64_t patches = GraphAccess::edge_table_patches();
+  for (const char* spec : {"fused_adam", "fused_adam:kernels=3", "dataloader_workers:workers=2", "cuda_graphs", "amp",
+                           "restructure_bn", "ddp:machines=2,gpus=4,params=25.6e6", "p3:machines=2,gpus=4,params=25.6e6",
+                           "channels_last"}) {
+    INFO(spec);
+    Graph changed;
+    SimulationResult result;
+    (void)predictor.predict(parse_scenario_spec(spec), changed, result);
+    check_same_table(*GraphAccess::edge_table(changed), *GraphAccess::edge_table_from_rows(changed));
+  }
+  CHECK(GraphAccess::edge_table_patches() > patches + 3);
 }
 
 TEST_CASE("a copy shares the task records until it changes one, and times set meanwhile reach them on their first read",
