@@ -18,7 +18,7 @@ constexpr std::size_t kPoolSlack = 4096;
 }  // namespace
 
 EdgeStore::EdgeStore(const EdgeStore& other)
-    : records_(other.records_), dead_(other.dead_), out_(other.out_), in_(other.in_) {}
+    : records_(other.records_), dead_(other.dead_), out_(other.out_), in_(other.in_), copied_(true) {}
 
 EdgeStore& EdgeStore::operator=(const EdgeStore& other) {
   if (this == &other) return *this;
@@ -28,6 +28,7 @@ EdgeStore& EdgeStore::operator=(const EdgeStore& other) {
   in_ = other.in_;
   changed_.clear();
   changed_count_ = 0;
+  copied_ = true;
   return *this;
 }
 

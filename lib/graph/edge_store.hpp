@@ -126,6 +126,7 @@ class EdgeStore {
   }
   bool dead(EdgeId id) const { return records_[id].from == kNoTask; }
   void mark_changed(TaskId v) {
+    if (!copied_) return;  // a store being built: no table to patch
     if (v >= changed_.size()) changed_.resize(std::max<std::size_t>(num_vertices(), std::size_t{v} + 1), 0);
     changed_count_ += changed_[v] == 0;
     changed_[v] = 1;
@@ -142,6 +143,7 @@ class EdgeStore {
   std::vector<Record> scratch_in_, scratch_out_;  // bypass_vertex's
   std::vector<std::uint8_t> changed_;            // per vertex: changed since the copy (grown on demand)
   std::size_t changed_count_ = 0;
+  bool copied_ = false;                          // a copy: changes are marked
 };
 
 }  // namespace daydream
