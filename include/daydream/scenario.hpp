@@ -149,9 +149,9 @@ struct ScenarioSplit {
   /// returns retime's plan. Leave `restructure` empty: split_scenario makes it complete after
   /// prepare. A Predictor keeps prepared graphs as it keeps restructured ones (prepare_key), so a
   /// sweep over a completed parameter prepares once.
-  std::vector<std::string> completed;
-  std::function<std::any(Graph& graph, const ScenarioParams& params)> prepare;
-  std::function<std::any(Graph& graph, const ScenarioParams& params, const std::any& prepared)> complete;
+  std::vector<std::string> completed = {};
+  std::function<std::any(Graph& graph, const ScenarioParams& params)> prepare = nullptr;
+  std::function<std::any(Graph& graph, const ScenarioParams& params, const std::any& prepared)> complete = nullptr;
 };
 
 /// A scenario: its name, what it models, its parameters and the script that applies it.

@@ -25,6 +25,24 @@ struct Calls {
   int restructures = 0;
 };
 
+/// `count` more tasks on task 0's unit, one after another after the last of `inserted` (after
+/// task 0 when it is empty).
+void insert_after(Graph& graph, std::vector<TaskId>& inserted, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    NewTask task = NewTask::of("inserted", TaskKind::cpu, 0, -1, Phase::unknown);
+    task.unit = graph.task(0).unit;
+    task.after = {inserted.empty() ? TaskId{0} : inserted.back()};
+    inserted.push_back(graph.insert(task));
+  }
+}
+
+/// The probes' retime: every task of the plan lasts `factor` x 1000 ns.
+ScenarioOutcome time_inserted(Graph& graph, const ScenarioParams& params, const std::any& plan) {
+  const auto ns = static_cast<TimeNs>(1000 * params.number("factor"));
+  for (TaskId t : std::any_cast<const std::vector<TaskId>&>(plan)) graph.set_duration(t, ns);
+  return ScenarioOutcome{nullptr, {fmt::format("{} ns each", ns)}};
+}
+
 /// test_split: `count` tasks inserted after task 0 on its unit (restructure), each `factor` x
 /// 1000 ns long (retime). `label` only goes into the key.
 ScenarioRegistry probe_registry(const std::shared_ptr<Calls>& calls) {
@@ -34,19 +52,10 @@ ScenarioRegistry probe_registry(const std::shared_ptr<Calls>& calls) {
     ++calls->restructures;
     if (params.integer("count") == 0) throw Error("count 0: nothing to insert");
     std::vector<TaskId> inserted;
-    for (std::int64_t i = 0; i < params.integer("count"); ++i) {
-      NewTask task = NewTask::of("inserted", TaskKind::cpu, 0, -1, Phase::unknown);
-      task.unit = graph.task(0).unit;
-      task.after = {inserted.empty() ? TaskId{0} : inserted.back()};
-      inserted.push_back(graph.insert(task));
-    }
+    insert_after(graph, inserted, params.integer("count"));
     return std::any(inserted);
   };
-  split.retime = [](Graph& graph, const ScenarioParams& params, const std::any& plan) {
-    const auto ns = static_cast<TimeNs>(1000 * params.number("factor"));
-    for (TaskId t : std::any_cast<const std::vector<TaskId>&>(plan)) graph.set_duration(t, ns);
-    return ScenarioOutcome{nullptr, {fmt::format("{} ns each", ns)}};
-  };
+  split.retime = time_inserted;
   ScenarioRegistry registry;
   registry.add(split_scenario("test_split", "inserts and times tasks",
                               {{"factor", ParamKind::number, 1, "x", 0, 100},
@@ -59,33 +68,21 @@ ScenarioRegistry probe_registry(const std::shared_ptr<Calls>& calls) {
 /// test_prepared: prepare inserts `count` tasks after task 0 on its unit, complete `extra` more
 /// after them (a completed parameter), retime times them all `factor` x 1000 ns.
 ScenarioRegistry prepared_registry(const std::shared_ptr<Calls>& calls) {
-  const auto insert_after = [](Graph& graph, std::vector<TaskId>& inserted, std::int64_t count) {
-    for (std::int64_t i = 0; i < count; ++i) {
-      NewTask task = NewTask::of("inserted", TaskKind::cpu, 0, -1, Phase::unknown);
-      task.unit = graph.task(0).unit;
-      task.after = {inserted.empty() ? TaskId{0} : inserted.back()};
-      inserted.push_back(graph.insert(task));
-    }
-  };
   ScenarioSplit split;
   split.retimed = {"factor"};
   split.completed = {"extra"};
-  split.prepare = [calls, insert_after](Graph& graph, const ScenarioParams& params) {
+  split.prepare = [calls](Graph& graph, const ScenarioParams& params) {
     ++calls->restructures;
     std::vector<TaskId> inserted;
     insert_after(graph, inserted, params.integer("count"));
     return std::any(inserted);
   };
-  split.complete = [insert_after](Graph& graph, const ScenarioParams& params, const std::any& prepared) {
+  split.complete = [](Graph& graph, const ScenarioParams& params, const std::any& prepared) {
     auto inserted = std::any_cast<const std::vector<TaskId>&>(prepared);
     insert_after(graph, inserted, params.integer("extra"));
     return std::any(inserted);
   };
-  split.retime = [](Graph& graph, const ScenarioParams& params, const std::any& plan) {
-    const auto ns = static_cast<TimeNs>(1000 * params.number("factor"));
-    for (TaskId t : std::any_cast<const std::vector<TaskId>&>(plan)) graph.set_duration(t, ns);
-    return ScenarioOutcome{nullptr, {fmt::format("{} ns each", ns)}};
-  };
+  split.retime = time_inserted;
   ScenarioRegistry registry;
   registry.add(split_scenario("test_prepared", "inserts tasks in two parts and times them",
                               {{"factor", ParamKind::number, 1, "x", 0, 100},
