@@ -96,16 +96,19 @@ std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const S
   std::vector<std::pair<TimeNs, TimeNs>> span(iterations.size(), {std::numeric_limits<TimeNs>::max(), -1});
   // Columns where a Predictor's base built them (a sweep reads a few bytes a task), else records.
   const auto columns = GraphAccess::task_columns(graph);
+  // Per iteration, the unit of the task that opens it (its marking thread; kNoUnit: none): a task
+  // counts toward its iteration on that unit alone.
+  constexpr UnitId kNoUnit = ~UnitId{0};
+  std::vector<UnitId> marking_unit(iterations.size(), kNoUnit);
   std::vector<char> marking(graph.units().size(), 0);  // the units whose tasks open and close iterations
-  for (const Iteration& it : iterations)
-    if (it.first_task != kNoTask) marking[columns->unit[it.first_task]] = 1;
+  for (std::size_t i = 0; i < iterations.size(); ++i)
+    if (const TaskId first = iterations[i].first_task; first != kNoTask) marking[marking_unit[i] = columns->unit[first]] = 1;
   const auto report = report_columns_if_built(graph);
   each_task_on(graph, marking, [&](TaskId t) {  // a min and a max: the order of the visits does not matter
     if (columns->removed[t]) return;
     const std::int32_t iteration = report && report->covers(t) ? report->iteration[t] : graph.task(t).iteration;
     if (iteration < 0 || static_cast<std::size_t>(iteration) >= iterations.size()) return;
-    const Iteration& it = iterations[static_cast<std::size_t>(iteration)];
-    if (it.first_task == kNoTask || columns->unit[t] != columns->unit[it.first_task]) return;
+    if (columns->unit[t] != marking_unit[static_cast<std::size_t>(iteration)]) return;
     auto& s = span[static_cast<std::size_t>(iteration)];
     s = {std::min(s.first, result.start_ns[t]), std::max(s.second, result.end_ns[t])};
   });

@@ -135,7 +135,7 @@ void complete_result(const Graph& graph, const CompiledGraph& c, SimulationResul
 void finish_result(TaskId last, TaskId last_work, SimulationResult& r) {
   r.makespan_ns = last == kNoTask ? 0 : r.end_ns[last];
   const TaskId path_end = last_work != kNoTask ? last_work : last;
-  if (path_end != kNoTask) r.critical_path = critical_path_to(r, path_end);
+  if (path_end != kNoTask) critical_path_into(r, path_end, r.critical_path);
 }
 
 }  // namespace daydream::sim

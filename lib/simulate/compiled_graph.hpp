@@ -54,6 +54,8 @@ void complete_result(const Graph& graph, const CompiledGraph& compiled, Simulati
 /// The makespan (the end of `last`, the task ending last; ties: lowest id) and the critical path,
 /// which ends at `last_work`, the last task on a unit that is not background (else at `last`).
 void finish_result(TaskId last, TaskId last_work, SimulationResult& result);
+/// critical_path_to into `path`, whose memory it reuses (a sweep's result keeps its path's).
+void critical_path_into(const SimulationResult& result, TaskId last, std::vector<TaskId>& path);
 
 /// The discrete-event engine: any policy, GPU occupancy and the driver lock.
 SimulationResult run_event_engine(const Graph& graph, CompiledGraph compiled);

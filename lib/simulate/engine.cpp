@@ -320,10 +320,15 @@ void simulate_into(SimulationResult& result, const Graph& graph, const ScheduleP
   result = sim::run_event_engine(graph, std::move(compiled));
 }
 
-std::vector<TaskId> critical_path_to(const SimulationResult& result, TaskId last) {
-  std::vector<TaskId> path;
+void sim::critical_path_into(const SimulationResult& result, TaskId last, std::vector<TaskId>& path) {
+  path.clear();
   for (TaskId t = last; t != kNoTask && path.size() <= result.start_ns.size(); t = result.binding[t]) path.push_back(t);
   std::reverse(path.begin(), path.end());
+}
+
+std::vector<TaskId> critical_path_to(const SimulationResult& result, TaskId last) {
+  std::vector<TaskId> path;
+  sim::critical_path_into(result, last, path);
   return path;
 }
 

@@ -124,6 +124,12 @@ class TaskSelector {
   /// Whether a live task of this kind may pass: what select() asks of the task columns before
   /// reading a task's record (a 104-byte read per task, where most filters want one kind).
   bool may_pass(TaskKind kind) const { return kinds_[static_cast<std::size_t>(kind)]; }
+  /// Whether may_pass decides alone: the filter names kinds and nothing else (faster_gpu's, amp's).
+  bool kinds_decide() const {
+    return f_.units_.empty() && f_.unit_kinds_.empty() && f_.names_.empty() && f_.names_not_.empty() &&
+           f_.ops_.empty() && f_.layers_.empty() && f_.within_.empty() && f_.phases_.empty() &&
+           f_.iterations_.empty() && f_.ranks_.empty() && f_.predicates_.empty();
+  }
 
   bool operator()(TaskId id) {
     const Task& t = graph_.task(id);
@@ -154,6 +160,11 @@ TaskSet Graph::select(const TaskFilter& filter) {
   TaskSelector selector(*this, filter);
   const auto columns = task_columns();
   std::vector<TaskId> ids;
+  if (selector.kinds_decide()) {  // the columns alone: no record read
+    for (TaskId t = 0; t < num_tasks(); ++t)
+      if (!columns->removed[t] && selector.may_pass(columns->kind[t])) ids.push_back(t);
+    return TaskSet(*this, std::move(ids));
+  }
   for (TaskId t = 0; t < num_tasks(); ++t)
     if (!columns->removed[t] && selector.may_pass(columns->kind[t]) && selector(t)) ids.push_back(t);
   return TaskSet(*this, std::move(ids));

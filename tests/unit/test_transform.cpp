@@ -71,6 +71,11 @@ TEST_CASE("select composes kind, name, unit, phase, iteration and predicates", "
   GraphAccess::task(p.g, p.k2).iteration = 3;
   CHECK(p.g.select().size() == 5);
   CHECK(p.g.select(TaskFilter().kind(TaskKind::kernel)).ids() == std::vector<TaskId>{p.k1, p.k2});
+  Graph without_k1 = p.g;  // kinds alone: decided from the task columns, removed tasks left out
+  without_k1.remove(p.k1);
+  CHECK(without_k1.select(TaskFilter().kind(TaskKind::kernel)).ids() == std::vector<TaskId>{p.k2});
+  CHECK(without_k1.select(TaskFilter().kind(TaskKind::kernel).kind(TaskKind::runtime)).ids() ==
+        std::vector<TaskId>{p.a, p.b, p.c, p.k2});
   CHECK(p.g.select(TaskFilter().kind(TaskKind::kernel).name("gemm")).ids() == std::vector<TaskId>{p.k1});
   CHECK(p.g.select(TaskFilter().kind(TaskKind::kernel).name_not("gemm")).ids() == std::vector<TaskId>{p.k2});
   CHECK(p.g.select(TaskFilter().name("^a$").name("^c$")).ids() == std::vector<TaskId>{p.a, p.c});  // repeated = or
