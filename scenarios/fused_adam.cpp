@@ -150,21 +150,18 @@ std::vector<Replacement> fused_work(const Graph& graph, const StepShape& shape, 
 /// blocks, and no task outside them is joined to two steps' blocks. Each step's removal and
 /// replacement then changes only its own block, the tasks joined to it and the new tasks, so
 /// clearing every step first changes each task's edges as fusing them one after another does.
-bool steps_apart(const Graph& graph, const std::vector<Step>& steps) {
+bool steps_apart(const Graph& graph, const std::vector<std::vector<TaskId>>& blocks) {
   constexpr std::uint32_t kNobody = 0xffffffffu;
   std::vector<std::uint32_t> in_step(graph.num_tasks(), kNobody), next_to(graph.num_tasks(), kNobody);
-  std::vector<std::vector<TaskId>> blocks;
-  for (std::uint32_t k = 0; k < steps.size(); ++k) {
-    blocks.push_back(steps[k].block());
-    for (TaskId t : blocks.back()) in_step[t] = k;
-  }
+  for (std::uint32_t k = 0; k < blocks.size(); ++k)
+    for (TaskId t : blocks[k]) in_step[t] = k;
   const auto apart = [&](TaskId outside, std::uint32_t k) {
     if (in_step[outside] == k) return true;  // within the block
     if (in_step[outside] != kNobody || (next_to[outside] != kNobody && next_to[outside] != k)) return false;
     next_to[outside] = k;
     return true;
   };
-  for (std::uint32_t k = 0; k < steps.size(); ++k)
+  for (std::uint32_t k = 0; k < blocks.size(); ++k)
     for (TaskId t : blocks[k]) {
       const bool out_apart = graph.visit_successors(t, [&](TaskId s, const Edge&) { return apart(s, k); });
       if (!out_apart || !graph.visit_predecessors(t, [&](TaskId p, const Edge&) { return apart(p, k); })) return false;
@@ -210,9 +207,10 @@ Prepared prepare_steps(Graph& graph, const ScenarioParams& params) {
     for (const auto& [stream, kernels] : step.kernels) tally.kernels += kernels.size();
     for (TimeNs ns : p.shapes.back().replaced_ns) tally.kernel_ns += ns;
   }
-  if (!steps_apart(graph, p.steps)) return p;
-  for (std::size_t k = 0; k < p.steps.size(); ++k)
-    p.cleared.push_back(clear_block(graph, p.steps[k].block(), units_of(p.shapes[k]), true));
+  std::vector<std::vector<TaskId>> blocks;
+  for (const Step& step : p.steps) blocks.push_back(step.block());
+  if (!steps_apart(graph, blocks)) return p;
+  for (std::size_t k = 0; k < p.steps.size(); ++k) p.cleared.push_back(clear_block(graph, blocks[k], units_of(p.shapes[k]), true));
   return p;
 }
 
