@@ -760,8 +760,10 @@ TimeNs Graph::behind_release_ns(TaskId id) const { return task_columns_.peek()->
 
 void Graph::rename(TaskId id, std::string_view name) {
   check_task(id);
-  record_for_change(id).name = intern(name);
-  report_columns_.slot().reset();  // a call's name decides whether it waits for the GPU
+  Task& record = record_for_change(id);
+  record.name = intern(name);
+  // a runtime call's name decides whether it waits for the GPU, and so its category on a path
+  if (ReportColumns::category_reads_name(record)) report_columns_.slot().reset();
   forget_task_derived();
 }
 

@@ -111,9 +111,27 @@ struct TaskColumns {
 /// tasks the graph held when it was built (Graph::report_columns_); a task added since is read
 /// from its record.
 struct ReportColumns {
+  /// Whether a task's name can decide its category: lib/predict's category_of reads the name only
+  /// for a task that is no communication, GPU work, data loading, CPU work or blocking call (a
+  /// runtime call, which waits for the GPU by its name). Renaming any other task keeps the columns.
+  static bool category_reads_name(const Task& task) {
+    return task.kind != TaskKind::communication && !is_gpu(task.kind) && task.phase != Phase::data_loading &&
+           task.kind != TaskKind::cpu && !task.blocking;
+  }
   std::vector<std::uint8_t> category;
   std::vector<std::uint32_t> layer;
   std::vector<std::int32_t> iteration;
+  /// What simulated_iteration_spans reads of the tasks covered, in id order: those of an iteration
+  /// that lie on its marking unit (the unit of its first task), with that iteration; and those
+  /// units, per iteration (kNoUnit where it has no first task). Moving a task to another unit, or
+  /// changing its iteration, drops the columns (Graph::mutable_task).
+  struct MarkedTask {
+    TaskId task;
+    std::uint32_t iteration;
+  };
+  std::vector<MarkedTask> marked;
+  std::vector<UnitId> marking_unit;
+  static constexpr UnitId kNoUnit = ~UnitId{0};
   bool covers(TaskId id) const { return id < category.size(); }
 };
 

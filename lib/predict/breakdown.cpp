@@ -40,6 +40,7 @@ PathCategory category_of(const Graph& graph, TaskId task, std::vector<std::uint8
   if (t.phase == Phase::data_loading) return PathCategory::data_loading;
   if (t.kind == TaskKind::cpu) return PathCategory::cpu;
   if (t.blocking) return PathCategory::synchronization;
+  // ReportColumns::category_reads_name(t) holds from here: only a name tells a wait from a launch
   if (t.name >= waits_by_name.size()) waits_by_name.resize(t.name + 1, 0);
   std::uint8_t& waits = waits_by_name[t.name];
   if (waits == 0) waits = waits_for_gpu(graph.name(task)) ? 1 : 2;
@@ -53,11 +54,18 @@ std::shared_ptr<const ReportColumns> build_report_columns(const Graph& graph) {
   columns->layer.resize(n);
   columns->iteration.resize(n);
   std::vector<std::uint8_t> waits_by_name;
+  const auto& iterations = graph.iterations();
+  columns->marking_unit.assign(iterations.size(), ReportColumns::kNoUnit);
+  for (std::size_t i = 0; i < iterations.size(); ++i)
+    if (iterations[i].first_task != kNoTask) columns->marking_unit[i] = graph.task(iterations[i].first_task).unit;
   for (TaskId t = 0; t < n; ++t) {
     const Task& task = graph.task(t);
     columns->category[t] = static_cast<std::uint8_t>(category_of(graph, t, waits_by_name));
     columns->layer[t] = task.layer;
     columns->iteration[t] = task.iteration;
+    const auto iteration = static_cast<std::size_t>(task.iteration);
+    if (task.iteration >= 0 && iteration < iterations.size() && task.unit == columns->marking_unit[iteration])
+      columns->marked.push_back({t, static_cast<std::uint32_t>(iteration)});
   }
   return columns;
 }

@@ -104,14 +104,24 @@ std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const S
   for (std::size_t i = 0; i < iterations.size(); ++i)
     if (const TaskId first = iterations[i].first_task; first != kNoTask) marking[marking_unit[i] = columns->unit[first]] = 1;
   const auto report = report_columns_if_built(graph);
-  each_task_on(graph, marking, [&](TaskId t) {  // a min and a max: the order of the visits does not matter
+  auto widen = [&](TaskId t, std::size_t iteration) {
+    auto& s = span[iteration];
+    s = {std::min(s.first, result.start_ns[t]), std::max(s.second, result.end_ns[t])};
+  };
+  auto visit = [&](TaskId t) {  // a min and a max: the order of the visits does not matter
     if (columns->removed[t]) return;
     const std::int32_t iteration = report && report->covers(t) ? report->iteration[t] : graph.task(t).iteration;
     if (iteration < 0 || static_cast<std::size_t>(iteration) >= iterations.size()) return;
     if (columns->unit[t] != marking_unit[static_cast<std::size_t>(iteration)]) return;
-    auto& s = span[static_cast<std::size_t>(iteration)];
-    s = {std::min(s.first, result.start_ns[t]), std::max(s.second, result.end_ns[t])};
-  });
+    widen(t, static_cast<std::size_t>(iteration));
+  };
+  if (report && report->marking_unit == marking_unit) {  // the tasks that count, listed: those added since
+    for (const ReportColumns::MarkedTask& m : report->marked)
+      if (!columns->removed[m.task]) widen(m.task, m.iteration);
+    for (auto t = static_cast<TaskId>(report->category.size()); t < graph.num_tasks(); ++t) visit(t);
+  } else {
+    each_task_on(graph, marking, visit);
+  }
   std::vector<IterationSpan> out;
   for (std::size_t i = 0; i < span.size(); ++i)
     if (span[i].second >= 0)

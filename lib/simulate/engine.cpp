@@ -321,9 +321,17 @@ void simulate_into(SimulationResult& result, const Graph& graph, const ScheduleP
 }
 
 void sim::critical_path_into(const SimulationResult& result, TaskId last, std::vector<TaskId>& path) {
-  path.clear();
-  for (TaskId t = last; t != kNoTask && path.size() <= result.start_ns.size(); t = result.binding[t]) path.push_back(t);
-  std::reverse(path.begin(), path.end());
+  // The bindings walked back from `last` fill the buffer from its back (a path holds each task at
+  // most once, so the tasks' count is room enough), then move to its front: no growth checks and
+  // no reversal in the loop, which a sweep runs once per what-if over most of the graph.
+  const std::size_t room = result.binding.size();
+  if (path.size() < room) path.resize(room);
+  TaskId* const end = path.data() + room;
+  TaskId* first = end;
+  for (TaskId t = last; t != kNoTask && first != path.data(); t = result.binding[t]) *--first = t;
+  const auto length = static_cast<std::size_t>(end - first);
+  std::move(first, end, path.data());
+  path.resize(length);
 }
 
 std::vector<TaskId> critical_path_to(const SimulationResult& result, TaskId last) {

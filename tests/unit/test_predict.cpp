@@ -52,6 +52,31 @@ TEST_CASE("critical path breakdown: categories of each task and the path's gaps"
   CHECK(w.by_category_ns[std::size_t(PathCategory::compute)] == 30 * us);
 }
 
+TEST_CASE("critical path breakdown: a name decides a category exactly where category_reads_name says", "[predict]") {
+  // Every kind, phase and blocking flag, named once as a wait on the GPU and once as a launch.
+  Graph g;
+  const UnitId unit = g.add_unit({UnitKind::cpu_thread, "cpu", 1, 1});
+  int checked_by_name = 0;
+  for (std::size_t k = 0; k < kTaskKindCount; ++k)
+    for (const Phase phase : {Phase::unknown, Phase::forward, Phase::backward, Phase::update, Phase::data_loading})
+      for (const bool blocking : {false, true}) {
+        Task task;
+        task.kind = static_cast<TaskKind>(k);
+        task.phase = phase;
+        task.blocking = blocking;
+        task.unit = unit;
+        task.name = g.intern("cudaStreamSynchronize");
+        const TaskId waits = g.add_task(task);
+        task.name = g.intern("cudaLaunchKernel");
+        const TaskId launches = g.add_task(task);
+        INFO("kind " << k << ", phase " << static_cast<int>(phase) << ", blocking " << blocking);
+        const bool by_name = path_category(g, waits) != path_category(g, launches);
+        CHECK(by_name == ReportColumns::category_reads_name(task));
+        checked_by_name += by_name;
+      }
+  CHECK(checked_by_name > 0);
+}
+
 TEST_CASE("critical path breakdown: a base's report columns, shared by copies, follow their changes", "[predict]") {
   // A Predictor's base builds the columns reports read (category, layer, iteration per task) and
   // its copies share them; renaming a call, marking it blocking, or adding a task must give the
@@ -71,6 +96,12 @@ TEST_CASE("critical path breakdown: a base's report columns, shared by copies, f
   const PathBreakdown after_rename = break_down_critical_path(renamed, simulate(renamed));
   CHECK(after_rename.by_category_ns[std::size_t(PathCategory::launch_overhead)] == 0);
   CHECK(after_rename.by_category_ns[std::size_t(PathCategory::synchronization)] == 10 * us);
+
+  // Renaming a CPU operator cannot change a category: the copy keeps sharing the base's columns.
+  Graph renamed_op = base;
+  renamed_op.rename(task_named(renamed_op, "aten::mm"), "aten::matmul");
+  CHECK(report_columns_if_built(renamed_op) == report_columns(base));
+  CHECK(break_down_critical_path(renamed_op, simulate(renamed_op)).by_category_ns == plain.by_category_ns);
 
   Graph blocking = base;
   blocking.set_blocking(launch, true);
