@@ -106,6 +106,8 @@ class StaticOrderPass {
     TimeNs first_start = 0;
     TimeNs busy = 0;
     std::int64_t tasks = 0;
+    /// The lowest id among its tasks that end at `free` (its tasks end in their chain's order).
+    TaskId lowest_at_free = kNoTask;
   };
 
   /// A task's releases by its predecessors, as the engine applies them. Scalars, not keys: the
@@ -224,6 +226,7 @@ class StaticOrderPass {
     r_.end_ns[t] = end;
     placed_[t] = {{end, start}, round, u};
     if (!has_ahead) unit.first_start = start;
+    unit.lowest_at_free = has_ahead && end == unit.free ? std::min(unit.lowest_at_free, t) : t;
     unit.free = end;
     unit.last = t;
     unit.free_round = duration > 0 ? 1 : round + 1;
@@ -259,14 +262,14 @@ class StaticOrderPass {
       makespan = std::max(makespan, unit.free);
       if (!graph_.units()[u].background) work_end = std::max(work_end, unit.free);
     }
-    // complete_result() takes the lowest id among tasks ending at those times
+    // complete_result() takes the lowest id among tasks ending at those times: a task ends there
+    // only as one of the last of its unit (UnitState::lowest_at_free)
     TaskId last = kNoTask, last_work = kNoTask;
-    for (TaskId t = 0; t < n_ && (last == kNoTask || (last_work == kNoTask && work_end != kUnset)); ++t) {
-      const TimeNs end = r_.end_ns[t];
-      if (end != makespan && end != work_end) continue;
-      if (c_.removed[t]) continue;  // its end is -1, which a live end can equal
-      if (end == makespan && last == kNoTask) last = t;
-      if (end == work_end && last_work == kNoTask && !graph_.units()[c_.unit[t]].background) last_work = t;
+    for (UnitId u = 0; u < units_.size(); ++u) {
+      const UnitState& unit = units_[u];
+      if (unit.tasks == 0) continue;
+      if (unit.free == makespan) last = std::min(last, unit.lowest_at_free);
+      if (unit.free == work_end && !graph_.units()[u].background) last_work = std::min(last_work, unit.lowest_at_free);
     }
     finish_result(last, last_work, r_);
   }
