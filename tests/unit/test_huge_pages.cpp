@@ -86,3 +86,26 @@ TEST_CASE("advise_huge_pages leaves memory it advises as it was, and ignores wha
   daydream::advise_huge_pages(bytes.data(), 0);
   for (std::size_t i = 0; i < bytes.size(); i += 511) REQUIRE(bytes[i] == static_cast<unsigned char>(i * 31 + 7));
 }
+
+TEST_CASE("reserve_huge_page_heap advises the heap that later blocks come from", "[huge_pages]") {
+  // The `daydream` program's first step; each test case runs in a process of its own (ctest).
+#if defined(__GLIBC__) && !defined(DAYDREAM_TEST_SANITIZED)
+  REQUIRE(daydream::reserve_huge_page_heap());
+  std::vector<unsigned char> block(std::size_t{8} << 20);  // below 32 MiB: from the heap, not mapped
+  for (std::size_t i = 0; i < block.size(); i += 4096) block[i] = static_cast<unsigned char>(i >> 12);
+  for (std::size_t i = 0; i < block.size(); i += 4096) REQUIRE(block[i] == static_cast<unsigned char>(i >> 12));
+  const std::string mode = thp_mode();
+  if (mode != "madvise" && mode != "always") {
+    WARN("transparent huge pages are '" << mode << "' here: the advice itself is not checked");
+    return;
+  }
+  const auto eligible = thp_eligible(first_whole_huge_page(block.data()));
+  if (!eligible) {
+    WARN("this kernel's /proc/self/smaps has no THPeligible: the advice itself is not checked");
+    return;
+  }
+  CHECK(*eligible == 1);
+#else
+  CHECK_FALSE(daydream::reserve_huge_page_heap());  // a sanitizer's heap, or not glibc: left alone
+#endif
+}
