@@ -91,8 +91,9 @@ PathCategory PathBreakdown::dominant() const {
 
 PathBreakdown break_down_critical_path(const Graph& graph, const SimulationResult& result, TimeNs from_ns, TimeNs to_ns) {
   PathBreakdown out;
-  std::vector<TimeNs> by_layer_id;  // by the layer's string id; named only at the end
-  std::vector<std::uint8_t> on_path;  // by the layer's string id: whether a task of it covered some time
+  // By the layer's string id, named only at the end; a layer whose tasks covered some of the path
+  // has a positive sum (walk_critical_path reports only positive times).
+  std::vector<TimeNs> by_layer_id;
   std::vector<std::uint8_t> waits_by_name;
   const auto columns = report_columns_if_built(graph);
   detail::walk_critical_path(
@@ -103,15 +104,14 @@ PathBreakdown break_down_critical_path(const Graph& graph, const SimulationResul
                                                          : category_of(graph, t, waits_by_name);
         out.by_category_ns[static_cast<std::size_t>(category)] += covered;
         const std::uint32_t layer = covered_by_columns ? columns->layer[t] : graph.task(t).layer;
-        if (layer >= by_layer_id.size()) by_layer_id.resize(layer + 1, 0), on_path.resize(layer + 1, 0);
+        if (layer >= by_layer_id.size()) by_layer_id.resize(layer + 1, 0);
         by_layer_id[layer] += covered;
-        on_path[layer] = 1;
       },
       [&](TimeNs gap) { out.by_category_ns[static_cast<std::size_t>(PathCategory::latency)] += gap; });
   for (TimeNs ns : out.by_category_ns) out.length_ns += ns;
   std::map<std::string_view, TimeNs> by_layer;
   for (std::uint32_t layer = 0; layer < by_layer_id.size(); ++layer)
-    if (on_path[layer]) by_layer[layer == 0 ? std::string_view("(no layer)") : graph.string(layer)] += by_layer_id[layer];
+    if (by_layer_id[layer] > 0) by_layer[layer == 0 ? std::string_view("(no layer)") : graph.string(layer)] += by_layer_id[layer];
   out.by_layer_ns.assign(by_layer.begin(), by_layer.end());
   std::stable_sort(out.by_layer_ns.begin(), out.by_layer_ns.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   return out;
