@@ -3,7 +3,9 @@
 // rank count on stdout: tasks, edges, replication and simulation time, tasks simulated per
 // second, resident memory after the step, and the job's simulated iteration.
 //
-//   daydream_bench_job DIR_OR_TRACES... [--ranks 8,64,256,1024]
+//   daydream_bench_job DIR_OR_TRACES... [--ranks 8,64,256,1024] [--program-heap]
+//
+// --program-heap: the heap as the `daydream` program has it (reserve_huge_page_heap first).
 //
 // Each size starts from the merged job, so the sizes are independent; run the largest alone
 // (one process per size, see benchmarks/README.md) to read its peak memory.
@@ -18,6 +20,7 @@
 
 #include "common/measure.hpp"
 #include "daydream/job.hpp"
+#include "common/huge_pages.hpp"
 #include "daydream/simulate.hpp"
 
 namespace {
@@ -69,10 +72,11 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--ranks" && i + 1 < argc) sizes = parse_list(argv[++i]);
+    else if (arg == "--program-heap") (void)daydream::reserve_huge_page_heap();
     else inputs.emplace_back(arg);
   }
   if (inputs.empty()) {
-    fmt::print(stderr, "usage: daydream_bench_job DIR_OR_TRACES... [--ranks 8,64,256,1024]\n");
+    fmt::print(stderr, "usage: daydream_bench_job DIR_OR_TRACES... [--ranks 8,64,256,1024] [--program-heap]\n");
     return 2;
   }
   try {

@@ -2,8 +2,10 @@
 // the per-scenario cost split into its parts (copy + apply, simulate, report). One JSON line per
 // thread count on stdout.
 //
-//   daydream_bench_sweep TRACE [SCENARIOS=48] [THREADS=1,2] [RUNS=3]
-//   daydream_bench_sweep --phases TRACE [SCENARIOS=48] [RUNS=3] [ONLY]
+//   daydream_bench_sweep [--program-heap] TRACE [SCENARIOS=48] [THREADS=1,2] [RUNS=3]
+//   daydream_bench_sweep [--program-heap] --phases TRACE [SCENARIOS=48] [RUNS=3] [ONLY]
+//
+// --program-heap: the heap as the `daydream` program has it (reserve_huge_page_heap first).
 //
 // --phases times one thread's scenarios phase by phase instead (Predictor::apply: the copy of the
 // base graph, or of a restructured graph the Predictor kept, and the scenario; simulate; compare),
@@ -30,6 +32,7 @@
 #include "common/measure.hpp"
 #include "daydream/ingest.hpp"
 #include "daydream/predict.hpp"
+#include "common/huge_pages.hpp"
 
 namespace {
 
@@ -103,6 +106,10 @@ int run_phases(const daydream::Predictor& predictor, const std::vector<daydream:
 int main(int argc, char** argv) try {
   using namespace daydream;
   using bench::Clock;
+  if (argc > 1 && std::string_view(argv[1]) == "--program-heap") {  // the heap as `daydream` has it
+    (void)reserve_huge_page_heap();
+    argv[1] = argv[0], ++argv, --argc;
+  }
   if (argc > 2 && std::string_view(argv[1]) == "--phases") {
     const Predictor predictor(build_graph(load_trace(argv[2])));
     auto specs = scenario_mix(argc > 3 ? std::stoul(argv[3]) : 48);
