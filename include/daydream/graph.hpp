@@ -720,6 +720,11 @@ class Graph {
   Task& record_for_change(TaskId id) { return records_.for_change(id, task_columns_.peek()); }
   /// Sets a task's times (in the columns alone while copies share the records).
   void set_times(TaskId id, TimeNs duration_ns, TimeNs release_ns);
+  /// set_duration's checks, which throw Error.
+  void check_duration(TaskId id, TimeNs duration_ns) const;
+  /// set_duration of ids[i] to durations[i] for every i, all checked before any is set (then
+  /// nothing changes): a TaskSet's bulk changes (GraphAccess::set_durations).
+  void set_durations(const std::vector<TaskId>& ids, const std::vector<TimeNs>& durations);
   /// The tasks the graph held when first asked (removed ones too), by unit, recorded start and
   /// id: what tasks_by_unit() filters instead of sorting every unit's tasks per call. Neither
   /// field changes once a task is added (tasks added later come after the prefix it covers);

@@ -723,13 +723,38 @@ std::uint32_t Graph::intern(std::string_view text) {
 std::size_t Graph::num_edges() const { return structure().edges.num_edges(); }
 
 
-void Graph::set_duration(TaskId id, TimeNs duration_ns) {
+void Graph::check_duration(TaskId id, TimeNs duration_ns) const {
   check_task(id);
   if (duration_ns < 0) throw Error(fmt::format("task {}: negative duration {} ns", id, duration_ns));
   if (duration_ns > kMaxTaskDurationNs)
     throw Error(fmt::format("task {} '{}': duration {} ns is longer than one day, the longest daydream accepts", id,
                             name(id), duration_ns));
+}
+
+void Graph::set_duration(TaskId id, TimeNs duration_ns) {
+  check_duration(id, duration_ns);
   set_times(id, duration_ns, release_ns(id));
+}
+
+void Graph::set_durations(const std::vector<TaskId>& ids, const std::vector<TimeNs>& durations) {
+  if (ids.size() != durations.size())
+    throw Error(fmt::format("set_durations: {} tasks but {} durations", ids.size(), durations.size()));
+  for (std::size_t i = 0; i < ids.size(); ++i) check_duration(ids[i], durations[i]);  // all, before any change
+  if (ids.empty()) return;
+  // set_times for each, with what it finds out once here: the derived values dropped, the columns.
+  forget_task_derived();
+  TaskColumns* columns = task_columns_for_change();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const TaskId id = ids[i];
+    if (columns && !records_.owns(id)) {  // copies keep sharing the record's page: the columns hold the times
+      columns->set_times(id, durations[i], columns->release_ns[id]);
+      records_.fall_behind(id);
+      continue;
+    }
+    Task& task = record_for_change(id);
+    task.duration_ns = durations[i];
+    if (columns) columns->set_times(id, durations[i], task.release_ns);
+  }
 }
 
 void Graph::set_release(TaskId id, TimeNs release_ns) {

@@ -11,6 +11,10 @@ namespace daydream {
 
 struct GraphAccess {
   static Task& task(Graph& graph, TaskId id) { return graph.mutable_task(id); }
+  /// graph.set_duration(ids[i], durations[i]) for every i, checked first (a TaskSet's bulk changes).
+  static void set_durations(Graph& graph, const std::vector<TaskId>& ids, const std::vector<TimeNs>& durations) {
+    graph.set_durations(ids, durations);
+  }
   /// Room for a graph being built: growing its arrays by doubling page-faults in twice their size.
   static void reserve(Graph& graph, std::size_t tasks, std::size_t edges) { graph.reserve(tasks, edges); }
   /// The simulator's flat copy of the edges (graph/graph_storage.hpp).

@@ -12,6 +12,7 @@
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "daydream/transform.hpp"
+#include "graph/graph_access.hpp"
 #include "graph/graph_storage.hpp"  // TaskColumns
 
 namespace daydream {
@@ -175,26 +176,31 @@ TaskSet Graph::select() { return select(TaskFilter{}); }
 TaskSet& TaskSet::scale(double factor) {
   if (!std::isfinite(factor) || factor < 0)
     throw Error(fmt::format("scale: the factor must be a finite number >= 0, got {}", factor));
-  for (TaskId t : ids_) {
+  std::vector<TimeNs> durations(ids_.size());
+  for (std::size_t i = 0; i < ids_.size(); ++i) {
+    const TaskId t = ids_[i];
     const double scaled = static_cast<double>(graph_->duration_ns(t)) * factor;
     if (scaled > static_cast<double>(kMaxTaskDurationNs))  // checked before rounding, which would overflow
       throw Error(fmt::format("scale: task {} '{}' would last {:.4g} ns ({} ns x {:g}), longer than one day, the "
                               "longest daydream accepts",
                               t, graph_->name(t), scaled, graph_->duration_ns(t), factor));
-    graph_->set_duration(t, std::llround(scaled));
+    durations[i] = std::llround(scaled);
   }
+  GraphAccess::set_durations(*graph_, ids_, durations);
   return *this;
 }
 
 TaskSet& TaskSet::set_duration(TimeNs duration_ns) {
   if (duration_ns < 0) throw Error(fmt::format("set_duration: negative duration {} ns", duration_ns));
-  for (TaskId t : ids_) graph_->set_duration(t, duration_ns);
+  GraphAccess::set_durations(*graph_, ids_, std::vector<TimeNs>(ids_.size(), duration_ns));
   return *this;
 }
 
 TaskSet& TaskSet::shrink(TimeNs by_ns) {
   if (by_ns < 0) throw Error(fmt::format("shrink: negative amount {} ns", by_ns));
-  for (TaskId t : ids_) graph_->set_duration(t, std::max<TimeNs>(0, graph_->duration_ns(t) - by_ns));
+  std::vector<TimeNs> durations(ids_.size());
+  for (std::size_t i = 0; i < ids_.size(); ++i) durations[i] = std::max<TimeNs>(0, graph_->duration_ns(ids_[i]) - by_ns);
+  GraphAccess::set_durations(*graph_, ids_, durations);
   return *this;
 }
 

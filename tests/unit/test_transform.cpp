@@ -110,6 +110,12 @@ TEST_CASE("scale, shrink and set_duration change durations exactly, bad factors 
   CHECK_THROWS_WITH(kernels.set_duration(-5), Catch::Contains("negative duration"));
   CHECK_THROWS_AS(kernels.shrink(-1), Error);
   CHECK(p.g.task(p.k1).duration_ns == 1 * us);  // a refused change leaves durations as they were
+  // A factor only the second kernel cannot take: refused whole, the first kernel unscaled too.
+  p.g.set_duration(p.k2, 1000 * us);
+  CHECK_THROWS_WITH(kernels.scale(1e8), Catch::Contains("longer than one day"));
+  CHECK(p.g.task(p.k1).duration_ns == 1 * us);
+  CHECK(p.g.task(p.k2).duration_ns == 1000 * us);
+  kernels.set_duration(1 * us);
   const auto r = simulate(p.g);
   CHECK(r.start_ns[p.c] == 22 * us);  // the GPU no longer holds c back
 }
