@@ -48,6 +48,22 @@ const void* first_whole_huge_page(const void* data) {
   return reinterpret_cast<const void*>((begin + kHugePage - 1) & ~(kHugePage - 1));
 }
 
+/// Checks that the first whole 2 MiB page from `data` on may be a huge page, where the system and
+/// the kernel let that be seen (a warning says so otherwise).
+void check_advised(const void* data) {
+  const std::string mode = thp_mode();
+  if (mode != "madvise" && mode != "always") {
+    WARN("transparent huge pages are '" << mode << "' here: the advice itself is not checked");
+    return;
+  }
+  const auto eligible = thp_eligible(first_whole_huge_page(data));
+  if (!eligible) {
+    WARN("this kernel's /proc/self/smaps has no THPeligible: the advice itself is not checked");
+    return;
+  }
+  CHECK(*eligible == 1);
+}
+
 }  // namespace
 
 TEST_CASE("reserve_dense keeps a vector's contents and advises its whole 2 MiB pages", "[huge_pages]") {
@@ -62,17 +78,7 @@ TEST_CASE("reserve_dense keeps a vector's contents and advises its whole 2 MiB p
   REQUIRE(values.data() == room);  // filled within the room reserved: no reallocation
   for (std::size_t i = 0; i < values.size(); i += 4099) REQUIRE(values[i] == i * 7919);
 
-  const std::string mode = thp_mode();
-  if (mode != "madvise" && mode != "always") {
-    WARN("transparent huge pages are '" << mode << "' here: the advice itself is not checked");
-    return;
-  }
-  const auto eligible = thp_eligible(first_whole_huge_page(values.data()));
-  if (!eligible) {
-    WARN("this kernel's /proc/self/smaps has no THPeligible: the advice itself is not checked");
-    return;
-  }
-  CHECK(*eligible == 1);
+  check_advised(values.data());
 }
 
 TEST_CASE("advise_huge_pages leaves memory it advises as it was, and ignores what holds no whole huge page",
@@ -94,17 +100,7 @@ TEST_CASE("reserve_huge_page_heap advises the heap that later blocks come from",
   std::vector<unsigned char> block(std::size_t{8} << 20);  // below 32 MiB: from the heap, not mapped
   for (std::size_t i = 0; i < block.size(); i += 4096) block[i] = static_cast<unsigned char>(i >> 12);
   for (std::size_t i = 0; i < block.size(); i += 4096) REQUIRE(block[i] == static_cast<unsigned char>(i >> 12));
-  const std::string mode = thp_mode();
-  if (mode != "madvise" && mode != "always") {
-    WARN("transparent huge pages are '" << mode << "' here: the advice itself is not checked");
-    return;
-  }
-  const auto eligible = thp_eligible(first_whole_huge_page(block.data()));
-  if (!eligible) {
-    WARN("this kernel's /proc/self/smaps has no THPeligible: the advice itself is not checked");
-    return;
-  }
-  CHECK(*eligible == 1);
+  check_advised(block.data());
 #else
   CHECK_FALSE(daydream::reserve_huge_page_heap());  // a sanitizer's heap, or not glibc: left alone
 #endif
