@@ -720,6 +720,8 @@ class Graph {
   Task& record_for_change(TaskId id) { return records_.for_change(id, task_columns_.peek()); }
   /// Sets a task's times (in the columns alone while copies share the records).
   void set_times(TaskId id, TimeNs duration_ns, TimeNs release_ns);
+  /// set_times after its first steps (the derived values dropped, `columns` unshared or null).
+  void write_times(TaskColumns* columns, TaskId id, TimeNs duration_ns, TimeNs release_ns);
   /// set_duration's checks, which throw Error.
   void check_duration(TaskId id, TimeNs duration_ns) const;
   /// set_duration of ids[i] to durations[i] for every i, all checked before any is set (then

@@ -368,12 +368,20 @@ namespace {
 
 /// The predecessor rows of a table whose successor rows are set: a counting sort by target,
 /// which keeps each target's sources in id order.
-void add_reverse_rows(EdgeTable& table) {
-  const std::size_t n = table.in_degree.size();
+/// The in-degrees of the table's n tasks, from the successor columns, and where each task's
+/// reverse row starts (in_first); in_edges sized for them, its entries left to the caller.
+void size_reverse_rows(EdgeTable& table, std::size_t n) {
+  table.in_degree.assign(n, 0);
+  for (const TaskId w : table.target) ++table.in_degree[w];
   table.in_first.assign(n + 1, 0);
   for (std::size_t t = 0; t < n; ++t) table.in_first[t + 1] = table.in_first[t] + table.in_degree[t];
-  std::vector<std::uint32_t> next(table.in_first.begin(), table.in_first.end() - 1);
   table.in_edges.resize(table.target.size());
+}
+
+/// size_reverse_rows, then every reverse row, its predecessors in id order.
+void add_reverse_rows(EdgeTable& table, std::size_t n) {
+  size_reverse_rows(table, n);
+  std::vector<std::uint32_t> next(table.in_first.begin(), table.in_first.end() - 1);
   for (TaskId source = 0; source < n; ++source)
     for (auto i = table.first[source]; i < table.first[source + 1]; ++i)
       table.in_edges[next[table.target[i]]++] = InEdge{table.delay_ns[i], source, table.start_to_start[i]};
@@ -510,11 +518,7 @@ void clear_successor_columns(EdgeTable& table, std::size_t n, std::size_t edges)
 /// launch GPU work.
 void complete_edge_table(const TaskColumns& columns, EdgeTable& table, bool reverse_rows_set) {
   const std::size_t n = table.first.size() - 1;
-  if (!reverse_rows_set) {
-    table.in_degree.assign(n, 0);
-    for (const TaskId w : table.target) ++table.in_degree[w];
-    add_reverse_rows(table);
-  }
+  if (!reverse_rows_set) add_reverse_rows(table, n);
   const auto unusable = std::find_if(table.delay_ns.begin(), table.delay_ns.end(),
                                      [](TimeNs d) { return d < 0 || d > kMaxDelayNs; });
   table.first_unusable_delay = static_cast<std::size_t>(unusable - table.delay_ns.begin());
@@ -574,11 +578,7 @@ void patch_edge_table(const EdgeStore& edges, std::size_t n, const TaskColumns& 
     for (TaskId u = v; u < end; ++u) table.first[u + 1] = source.first[u + 1] + shift;
     v = end;
   }
-  table.in_degree.assign(n, 0);
-  for (const TaskId w : table.target) ++table.in_degree[w];
-  table.in_first.assign(n + 1, 0);
-  for (std::size_t t = 0; t < n; ++t) table.in_first[t + 1] = table.in_first[t] + table.in_degree[t];
-  table.in_edges.resize(table.target.size());
+  size_reverse_rows(table, n);
   std::vector<InEdge> gathered;
   for (TaskId w = 0; w < n;) {
     if (changed(w)) {
@@ -731,6 +731,19 @@ void Graph::check_duration(TaskId id, TimeNs duration_ns) const {
                             name(id), duration_ns));
 }
 
+// Inline: set_durations calls it once per task of a sweep's selections.
+inline void Graph::write_times(TaskColumns* columns, TaskId id, TimeNs duration_ns, TimeNs release_ns) {
+  if (columns && !records_.owns(id)) {  // copies keep sharing the record's page: the columns hold the times
+    columns->set_times(id, duration_ns, release_ns);
+    records_.fall_behind(id);
+    return;
+  }
+  Task& task = record_for_change(id);
+  task.duration_ns = duration_ns;
+  task.release_ns = release_ns;
+  if (columns) columns->set_times(id, duration_ns, release_ns);
+}
+
 void Graph::set_duration(TaskId id, TimeNs duration_ns) {
   check_duration(id, duration_ns);
   set_times(id, duration_ns, release_ns(id));
@@ -744,17 +757,8 @@ void Graph::set_durations(const std::vector<TaskId>& ids, const std::vector<Time
   // set_times for each, with what it finds out once here: the derived values dropped, the columns.
   forget_task_derived();
   TaskColumns* columns = task_columns_for_change();
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const TaskId id = ids[i];
-    if (columns && !records_.owns(id)) {  // copies keep sharing the record's page: the columns hold the times
-      columns->set_times(id, durations[i], columns->release_ns[id]);
-      records_.fall_behind(id);
-      continue;
-    }
-    Task& task = record_for_change(id);
-    task.duration_ns = durations[i];
-    if (columns) columns->set_times(id, durations[i], task.release_ns);
-  }
+  for (std::size_t i = 0; i < ids.size(); ++i)  // the columns, where built, hold every task's times
+    write_times(columns, ids[i], durations[i], columns ? columns->release_ns[ids[i]] : release_ns(ids[i]));
 }
 
 void Graph::set_release(TaskId id, TimeNs release_ns) {
@@ -768,16 +772,7 @@ void Graph::refuse_task(TaskId id) const {
 
 void Graph::set_times(TaskId id, TimeNs duration_ns, TimeNs release_ns) {
   forget_task_derived();
-  TaskColumns* columns = task_columns_for_change();
-  if (columns && !records_.owns(id)) {  // copies keep sharing the record's page: the columns hold the times
-    columns->set_times(id, duration_ns, release_ns);
-    records_.fall_behind(id);
-    return;
-  }
-  Task& task = record_for_change(id);
-  task.duration_ns = duration_ns;
-  task.release_ns = release_ns;
-  if (columns) columns->set_times(id, duration_ns, release_ns);
+  write_times(task_columns_for_change(), id, duration_ns, release_ns);
 }
 
 TimeNs Graph::behind_duration_ns(TaskId id) const { return task_columns_.peek()->duration_ns[id]; }

@@ -313,8 +313,7 @@ std::string restructure_key(const Scenario& scenario, const ScenarioParams& para
 }
 
 std::string prepare_key(const Scenario& scenario, const ScenarioParams& params) {
-  const std::vector<std::string> none;
-  if (!scenario.split) return key_of(scenario, params, {&none});
+  if (!scenario.split) return restructure_key(scenario, params);
   return key_of(scenario, params, {&scenario.split->retimed, &scenario.split->completed});
 }
 
