@@ -97,9 +97,9 @@ std::vector<IterationSpan> simulated_iteration_spans(const Graph& graph, const S
   // Columns where a Predictor's base built them (a sweep reads a few bytes a task), else records.
   const auto columns = GraphAccess::task_columns(graph);
   // Per iteration, the unit of the task that opens it (its marking thread; kNoUnit: none): a task
-  // counts toward its iteration on that unit alone.
-  constexpr UnitId kNoUnit = ~UnitId{0};
-  std::vector<UnitId> marking_unit(iterations.size(), kNoUnit);
+  // counts toward its iteration on that unit alone. The report columns' list holds for the same
+  // units (compared below), so both mark "none" alike.
+  std::vector<UnitId> marking_unit(iterations.size(), ReportColumns::kNoUnit);
   std::vector<char> marking(graph.units().size(), 0);  // the units whose tasks open and close iterations
   for (std::size_t i = 0; i < iterations.size(); ++i)
     if (const TaskId first = iterations[i].first_task; first != kNoTask) marking[marking_unit[i] = columns->unit[first]] = 1;
