@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <cctype>
+#include <cstdint>
+#include <cstring>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -27,6 +30,29 @@ std::optional<TimeNs> via_double(std::string_view token) {
 
 namespace {
 
+/// The most whole microseconds a fixed-point token may hold: their nanoseconds plus a fraction's
+/// (up to 999 ns, rounded up to 1,000) fit in 64 bits.
+constexpr std::int64_t kMaxWholeMicroseconds = (std::numeric_limits<std::int64_t>::max() - 1000) / 1000;
+
+/// Whether the 8 bytes at p are all ASCII digits (SWAR: each byte's high nibble is 3 and adding 6
+/// carries into it for none of them).
+bool eight_digits(const char* p) {
+  std::uint64_t bytes;
+  std::memcpy(&bytes, p, 8);
+  return ((bytes & 0xF0F0F0F0F0F0F0F0) | (((bytes + 0x0606060606060606) & 0xF0F0F0F0F0F0F0F0) >> 4)) ==
+         0x3333333333333333;
+}
+
+/// The number the 8 digits at p write (little-endian SWAR: pairs, then quads, then the eight).
+std::int64_t value_of_eight_digits(const char* p) {
+  std::uint64_t bytes;
+  std::memcpy(&bytes, p, 8);
+  if constexpr (std::endian::native == std::endian::big) bytes = __builtin_bswap64(bytes);
+  bytes = ((bytes & 0x0F0F0F0F0F0F0F0F) * 2561) >> 8;
+  bytes = ((bytes & 0x00FF00FF00FF00FF) * 6553601) >> 16;
+  return static_cast<std::int64_t>(((bytes & 0x0000FFFF0000FFFF) * 42949672960001) >> 32);
+}
+
 // Digits with an optional sign and fraction, the form traces write: microseconds to ns, rounded
 // half up at the fourth decimal. nullopt for anything else (an exponent included).
 std::optional<TimeNs> fixed_point_microseconds(std::string_view token) {
@@ -35,10 +61,17 @@ std::optional<TimeNs> fixed_point_microseconds(std::string_view token) {
   if (negative) ++i;
   if (i >= token.size() || !is_digit(token[i])) return std::nullopt;
   std::int64_t whole = 0;
+  // Eight digits at a time while they last (a trace's timestamps have sixteen), then one by one;
+  // whole stays below kMaxWholeMicroseconds, so neither step nor the conversion overflows.
+  for (; i + 8 <= token.size() && eight_digits(token.data() + i); i += 8) {
+    if (whole > kMaxWholeMicroseconds / 100'000'000) return std::nullopt;
+    whole = whole * 100'000'000 + value_of_eight_digits(token.data() + i);
+  }
   for (; i < token.size() && is_digit(token[i]); ++i) {
-    if (whole > (std::numeric_limits<std::int64_t>::max() / 10000)) return std::nullopt;
+    if (whole > kMaxWholeMicroseconds / 10) return std::nullopt;
     whole = whole * 10 + (token[i] - '0');
   }
+  if (whole > kMaxWholeMicroseconds) return std::nullopt;
   std::int64_t fraction_ns = 0;
   if (i < token.size() && token[i] == '.') {
     ++i;

@@ -33,6 +33,18 @@ TEST_CASE("microsecond tokens become exact nanoseconds", "[ingest]") {
   CHECK(microseconds_to_ns("1.e2") == 100000);  // a form only the exponent path reads
   CHECK(microseconds_to_ns("12 \n") == 12000);
   CHECK_FALSE(microseconds_to_ns("99999999999999999999").has_value());  // overflow, no exponent
+  // Eight digits at a time, then one by one: every split of the digits reads the same number.
+  CHECK(microseconds_to_ns("12345678") == 12345678000);
+  CHECK(microseconds_to_ns("123456789.25") == 123456789250);
+  CHECK(microseconds_to_ns("1234567812345678.0005") == 1234567812345678001);
+  CHECK(microseconds_to_ns("00000000000000000000000042") == 42000);
+  CHECK_FALSE(microseconds_to_ns("1234567a").has_value());
+  CHECK_FALSE(microseconds_to_ns("12345678/").has_value());
+  CHECK_FALSE(microseconds_to_ns("1234:678").has_value());
+  // The largest whole microseconds whose nanoseconds fit in 64 bits, and the first past them.
+  CHECK(microseconds_to_ns("9223372036854774.999") == 9223372036854774999);
+  CHECK_FALSE(microseconds_to_ns("9223372036854775").has_value());
+  CHECK(microseconds_to_ns("-9223372036854774") == -9223372036854774000);
   CHECK_FALSE(microseconds_to_ns("1e").has_value());
   CHECK_FALSE(microseconds_to_ns("1.").has_value());
   CHECK_FALSE(microseconds_to_ns("abc").has_value());
