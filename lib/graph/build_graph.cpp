@@ -4,6 +4,7 @@
 #include <optional>
 #include <tuple>
 
+#include "common/nearly_sorted.hpp"
 #include "graph/build_context.hpp"
 #include "graph/graph_access.hpp"
 
@@ -45,9 +46,9 @@ void index_events(BuildContext& ctx) {
     else if (e.kind == EventKind::cuda_sync) ctx.sync_by_correlation.emplace_back(e.correlation, i);
     else if (is_api_call(e.kind)) ctx.api_by_correlation.emplace_back(e.correlation, i);
   }
-  std::sort(ctx.gpu_by_correlation.begin(), ctx.gpu_by_correlation.end());
-  std::sort(ctx.sync_by_correlation.begin(), ctx.sync_by_correlation.end());
-  std::sort(ctx.api_by_correlation.begin(), ctx.api_by_correlation.end());
+  sort_nearly_sorted(ctx.gpu_by_correlation);
+  sort_nearly_sorted(ctx.sync_by_correlation);
+  sort_nearly_sorted(ctx.api_by_correlation);
   ctx.event_task.assign(events.size(), kNoTask);
   ctx.api_wait_task.assign(events.size(), kNoTask);
   ctx.lane_unit.assign(ctx.trace.lanes.size(), BuildContext::kNoUnit);

@@ -1,0 +1,76 @@
+// sort_nearly_sorted (lib/common/nearly_sorted.hpp): the order std::sort gives, whatever the input.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "common/nearly_sorted.hpp"
+
+namespace {
+
+using Pair = std::pair<std::int64_t, std::uint32_t>;  // (correlation, event), as a build sorts them
+
+void check_sorts_as_std_sort(std::vector<Pair> values) {
+  std::vector<Pair> expected = values;
+  std::sort(expected.begin(), expected.end());
+  daydream::sort_nearly_sorted(values);
+  CHECK(values == expected);
+}
+
+/// 0..n-1 ascending, then `moved` elements taken from random places and appended (events a trace
+/// writes late).
+std::vector<Pair> ascending_with_late(std::size_t n, std::size_t moved, std::mt19937& random) {
+  std::vector<Pair> values;
+  for (std::size_t i = 0; i < n; ++i) values.emplace_back(static_cast<std::int64_t>(i), static_cast<std::uint32_t>(i));
+  for (std::size_t k = 0; k < moved && !values.empty(); ++k) {
+    const auto at = values.begin() + static_cast<std::ptrdiff_t>(random() % values.size());
+    const Pair late = *at;
+    values.erase(at);
+    values.push_back(late);
+  }
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("sort_nearly_sorted gives std::sort's order for every input shape", "[sort]") {
+  std::mt19937 random(7);
+  check_sorts_as_std_sort({});
+  check_sorts_as_std_sort({{3, 0}});
+  check_sorts_as_std_sort({{3, 1}, {3, 0}});
+  for (std::size_t moved : {0, 1, 12, 200, 5000}) check_sorts_as_std_sort(ascending_with_late(20'000, moved, random));
+
+  // Two interleaved ascending streams written one after the other (a thread's operators, then its
+  // runtime calls): two runs.
+  std::vector<Pair> two_runs;
+  for (std::uint32_t i = 0; i < 10'000; i += 2) two_runs.emplace_back(i, i);
+  for (std::uint32_t i = 1; i < 10'000; i += 2) two_runs.emplace_back(i, i);
+  check_sorts_as_std_sort(two_runs);
+
+  // Descending: one run per element, past the runs merged, so std::sort itself.
+  std::vector<Pair> descending;
+  for (std::uint32_t i = 0; i < 3'000; ++i) descending.emplace_back(3'000 - i, i);
+  check_sorts_as_std_sort(descending);
+
+  // No order at all, with repeated keys told apart by the second member.
+  std::vector<Pair> shuffled;
+  for (std::uint32_t i = 0; i < 5'000; ++i) shuffled.emplace_back(static_cast<std::int64_t>(random() % 100), i);
+  check_sorts_as_std_sort(shuffled);
+
+  // Exactly the most runs that are merged (256), and one more.
+  for (std::uint32_t runs : {256u, 257u}) {
+    std::vector<Pair> blocks;
+    for (std::uint32_t r = 0; r < runs; ++r)
+      for (std::uint32_t i = 0; i < 10; ++i) blocks.emplace_back(static_cast<std::int64_t>(runs - r) * 100 + i, r * 10 + i);
+    check_sorts_as_std_sort(blocks);
+  }
+}
+
+TEST_CASE("sort_nearly_sorted takes a comparator", "[sort]") {
+  std::vector<int> values{1, 2, 3, 9, 8, 7, 4, 5, 6};
+  daydream::sort_nearly_sorted(values, [](int a, int b) { return a > b; });
+  CHECK(values == std::vector<int>{9, 8, 7, 6, 5, 4, 3, 2, 1});
+}
