@@ -49,7 +49,7 @@ void EdgeStore::reserve(std::size_t vertices, std::size_t edges) {
 void EdgeStore::Rows::push(TaskId v, EdgeId id) {
   Row& row = rows[v];
   if (row.size == row.capacity) {
-    const std::uint32_t capacity = std::max<std::uint32_t>(4, row.capacity * 2);
+    const std::uint32_t capacity = std::max<std::uint32_t>(2, row.capacity * 2);
     if (slots.size() + capacity >= kNoEdge) throw Error("a graph holds at most 2^32 edge slots");
     if (std::size_t{row.begin} + row.capacity == slots.size()) {  // the last row grows in place
       slots.resize(slots.size() + capacity - row.capacity);
@@ -85,7 +85,7 @@ void EdgeStore::push(Rows& rows, TaskId v, EdgeId id) {
   // A full row is compacted rather than grown when a quarter of it is dead: compacting for fewer
   // would repeat every few pushes on a long row that keeps a few dead ids (quadratic), where
   // growing is amortized O(1).
-  if (row.size == row.capacity && (row.size - row.live) * 4 >= row.size) compact_row(rows, v);
+  if (row.size == row.capacity && row.size != row.live && (row.size - row.live) * 4 >= row.size) compact_row(rows, v);
   rows.push(v, id);
 }
 
