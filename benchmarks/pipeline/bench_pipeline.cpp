@@ -15,7 +15,12 @@
 // Memory, in MiB: peak_rss_* is getrusage(RUSAGE_SELF).ru_maxrss read after each stage (the
 // high-water mark so far: peak_rss_mib is the whole run's); rss_trace/rss_graph are the resident
 // size (/proc/self/statm) holding the trace alone and the graph alone. As in `daydream replay`,
-// the trace is dropped once the graph is built, before simulating.
+// the trace is dropped once the graph is built, before simulating. The resident size of the graph
+// alone also counts heap memory freed with the trace but kept by the allocator between the graph's
+// blocks, so two more figures say what the graph itself holds: heap_graph_mib, the heap bytes in
+// use (mallinfo2) with the graph alone less those in use before ingest, and rss_graph_trimmed_mib,
+// the resident size at the end, the graph alone, once the allocator returned its free memory
+// (malloc_trim). Both are 0 where the C library is not glibc.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -75,6 +80,7 @@ int main(int argc, char** argv) {
   if (label.empty()) label = path;
 
   try {
+    const double heap_before = heap_in_use_mib();
     // read + inflate alone (the part of ingest that is not JSON parsing).
     double read_s = 0;
     {
@@ -120,6 +126,7 @@ int main(int argc, char** argv) {
     const double peak_build = peak_rss_mib();
     trace.reset();
     const double rss_graph = current_rss_mib();  // the graph alone
+    const double heap_graph = heap_in_use_mib() - heap_before;
 
     const auto tasks = static_cast<double>(graph->num_tasks());
     const CpuTime cpu2 = CpuTime::now();
@@ -135,6 +142,7 @@ int main(int argc, char** argv) {
     }
     const CpuTime sim_cpu = CpuTime::now() - cpu2;
     const double peak = peak_rss_mib();
+    const double rss_graph_trimmed = trim_heap() ? current_rss_mib() : 0.0;  // the results are gone
 
     fmt::print(
         "{{\"trace\": {}, \"bytes\": {}, \"events\": {}, \"flows\": {}, \"tasks\": {}, \"edges\": {}, "
@@ -147,7 +155,8 @@ int main(int argc, char** argv) {
         "\"makespan_ms\": {:.3f}, "
         "\"ingest_user_s\": {:.3f}, \"ingest_sys_s\": {:.3f}, \"build_user_s\": {:.3f}, \"build_sys_s\": {:.3f}, "
         "\"sim_user_s\": {:.3f}, \"sim_sys_s\": {:.3f}, "
-        "\"rss_trace_mib\": {:.1f}, \"rss_graph_mib\": {:.1f}, "
+        "\"rss_trace_mib\": {:.1f}, \"rss_graph_mib\": {:.1f}, \"heap_graph_mib\": {:.1f}, "
+        "\"heap_graph_bytes_per_task\": {:.1f}, \"rss_graph_trimmed_mib\": {:.1f}, "
         "\"peak_rss_ingest_mib\": {:.1f}, \"peak_rss_build_mib\": {:.1f}, \"peak_rss_mib\": {:.1f}}}\n",
         json_string(label), bytes, events, flows, graph->num_tasks(), graph->num_edges(), graph->iterations().size(),
         runs, sim_runs, read_s, ingest.best(), ingest.median(), ingest.first(),
@@ -155,7 +164,8 @@ int main(int argc, char** argv) {
         build.best(), build.median(), build.first(), rate(tasks, build.best()), sim.best(), sim.median(), sim.first(),
         rate(tasks, sim.best()), sim_events,
         static_cast<double>(makespan) / 1e6, ingest_cpu.user / runs, ingest_cpu.sys / runs, build_cpu.user / runs,
-        build_cpu.sys / runs, sim_cpu.user / sim_runs, sim_cpu.sys / sim_runs, rss_trace, rss_graph, peak_ingest,
+        build_cpu.sys / runs, sim_cpu.user / sim_runs, sim_cpu.sys / sim_runs, rss_trace, rss_graph, heap_graph,
+        heap_graph * 1024.0 * 1024.0 / tasks, rss_graph_trimmed, peak_ingest,
         peak_build, peak);
     std::fflush(stdout);
   } catch (const std::exception& e) {

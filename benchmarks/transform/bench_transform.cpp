@@ -27,7 +27,6 @@
 //             copy per run. The first insert also pays the topological ranks (one topological sort
 //             of the graph); it is reported apart (first_op_ms) from the rest
 //   edited    simulate() of the graph after those removals and insertions (it still runs)
-#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -59,14 +58,6 @@ using daydream::Phase;
 using daydream::TaskFilter;
 using daydream::TaskId;
 using daydream::TaskKind;
-
-/// Heap bytes in use (glibc mallinfo2: main arena + mmapped chunks), in MiB. Unlike RSS, it is
-/// not blurred by freed pages that glibc keeps, so the difference across a copy is its size.
-double heap_in_use_mib() {
-  const struct mallinfo2 info = mallinfo2();
-  return static_cast<double>(info.uordblks + info.hblkhd) / (1024.0 * 1024.0);
-}
-
 
 [[noreturn]] void usage(const char* message) {
   if (message) std::fprintf(stderr, "daydream_bench_transform: %s\n", message);
