@@ -6,6 +6,7 @@
 /// A Trace is a flat list of timed events on lanes (CPU threads, GPU streams) plus the report of
 /// everything odd the importer met. Times are integer nanoseconds on the trace's own clock.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -246,6 +247,9 @@ class ImportReport {
 
   std::vector<ImportStat> stats_;
   std::unordered_map<std::string, std::size_t> index_;
+  /// Per stat that is not keyed: 1 + the index of its counter in stats_, 0 before it is made, so
+  /// that counting one (once per task for some) neither builds nor hashes its key.
+  std::array<std::uint32_t, stats::kNumStats> unkeyed_{};
 };
 
 /// The most ranks a job may have (2^20, past the largest training jobs run so far): a trace's

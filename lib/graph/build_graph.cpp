@@ -31,7 +31,7 @@ TimeNs trace_origin(const Trace& trace) {
 void set_releases(BuildContext& ctx) {
   Graph& g = ctx.graph;
   for (TaskId t = 0; t < g.num_tasks(); ++t) {
-    if (g.in_degree(t) == 0) GraphAccess::task(g, t).release_ns = ctx.times[t].start;
+    if (g.in_degree(t) == 0) g.set_release(t, ctx.times[t].start);  // the columns too: the cycle check built them
   }
 }
 

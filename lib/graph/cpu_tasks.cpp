@@ -117,8 +117,15 @@ class ThreadSegmenter {
                         active_marks_.end());
     const TaskContext& context = active_marks_.empty() ? owner.context : context_with_marks(owner);
     task.phase = context.phase();
-    if (!context.layer_path().empty()) task.layer = ctx_.graph.intern(context.layer_path());
+    if (!context.layer_path().empty()) task.layer = layer_id(context.layer_path());
     pending_sequence_ = context.sequence_number();
+  }
+
+  /// The graph's string for a layer path: a thread's consecutive tasks mostly lie in one layer,
+  /// so the last path is kept and compared before the graph's table is searched.
+  std::uint32_t layer_id(const std::string& path) {
+    if (path != last_layer_path_) last_layer_ = ctx_.graph.intern(path), last_layer_path_ = path;
+    return last_layer_;
   }
 
   // With marks open, they take their places among the owner and its enclosing ranges by nesting
@@ -214,6 +221,8 @@ class ThreadSegmenter {
   std::vector<std::uint32_t> active_marks_;  // marks started and not ended at the last task's start
   std::vector<std::uint32_t> ranges_;        // context_with_marks's scratch
   TaskContext marked_context_;               // context_with_marks's result
+  std::string last_layer_path_;              // layer_id's last path, and its string id
+  std::uint32_t last_layer_ = 0;
   TimeNs cursor_ = 0;
 };
 

@@ -11,6 +11,13 @@ namespace daydream {
 
 struct GraphAccess {
   static Task& task(Graph& graph, TaskId id) { return graph.mutable_task(id); }
+  /// Sets a task's iteration, keeping what does not read it (the simulator's columns, the
+  /// recorded order): task() would drop them, and a build assigns every task's iteration after
+  /// its cycle check has built the columns.
+  static void set_iteration(Graph& graph, TaskId id, std::int32_t iteration) {
+    graph.record_for_change(id).iteration = iteration;
+    graph.report_columns_.slot().reset();
+  }
   /// graph.set_duration(ids[i], durations[i]) for every i, checked first (a TaskSet's bulk changes).
   static void set_durations(Graph& graph, const std::vector<TaskId>& ids, const std::vector<TimeNs>& durations) {
     graph.set_durations(ids, durations);

@@ -195,10 +195,10 @@ void assign_iterations(BuildContext& ctx) {
   if (steps.empty()) return;
   for (TaskId t = 0; t < g.num_tasks(); ++t) {
     if (g.units()[g.task(t).unit].kind == UnitKind::cpu_thread || ctx.launched_by[t] == kNoTask)
-      GraphAccess::task(g, t).iteration = step_containing(steps, ctx.times[t].start);
+      GraphAccess::set_iteration(g, t, step_containing(steps, ctx.times[t].start));
   }
   for (TaskId t = 0; t < g.num_tasks(); ++t)
-    if (ctx.launched_by[t] != kNoTask) GraphAccess::task(g, t).iteration = g.task(ctx.launched_by[t]).iteration;
+    if (ctx.launched_by[t] != kNoTask) GraphAccess::set_iteration(g, t, g.task(ctx.launched_by[t]).iteration);
 }
 
 std::vector<std::vector<std::size_t>> job_iteration_groups(const Graph& graph) {

@@ -56,9 +56,12 @@ void add_time(ImportStat& stat, TimeNs duration_ns) {
 ImportStat& ImportReport::counter(stats::Id id, Part suffix, Part detail, std::int64_t event) {
   const stats::Stat& s = stats::stat(id);
   check_use(s, suffix, detail);
+  if (!suffix && unkeyed_[id] != 0) return stats_[unkeyed_[id] - 1];
   std::string key = s.counter_key(suffix.value_or(""));
-  if (ImportStat* found = find(key)) return *found;
-  return insert({std::move(key), s.severity, s.describe(detail.value_or("")), 0, event});
+  ImportStat* found = find(key);
+  ImportStat& stat = found ? *found : insert({std::move(key), s.severity, s.describe(detail.value_or("")), 0, event});
+  if (!suffix) unkeyed_[id] = static_cast<std::uint32_t>(&stat - stats_.data()) + 1;
+  return stat;
 }
 
 ImportStat* ImportReport::find(const std::string& key) {

@@ -112,4 +112,14 @@ TEST_CASE("ImportReport counts by the catalogue: keyed stats, details, misuse, m
   CHECK(job.get("unsupported_phase:B") == 4);
   CHECK(job.stats()[1].first_event == kNone);
   CHECK(job.stats()[3].description == r.stats()[2].description);
+
+  // Counting on after a merge, and in a copy: still one counter per stat, each report its own.
+  job.count(stats::cycle_edges_dropped, stats::Detail{"third edge"});
+  job.count(stats::instant_events);
+  CHECK(job.get("cycle_edges_dropped") == 3);
+  ImportReport copy = job;
+  copy.count(stats::instant_events);
+  CHECK(copy.get("instant_events") == 3);
+  CHECK(job.get("instant_events") == 2);
+  CHECK(copy.stats().size() == job.stats().size());
 }
