@@ -52,10 +52,10 @@ void EdgeStore::Rows::push(TaskId v, EdgeId id) {
     const std::uint32_t capacity = std::max<std::uint32_t>(2, row.capacity * 2);
     if (slots.size() + capacity >= kNoEdge) throw Error("a graph holds at most 2^32 edge slots");
     if (std::size_t{row.begin} + row.capacity == slots.size()) {  // the last row grows in place
-      slots.resize(slots.size() + capacity - row.capacity);
+      append_free_slots(capacity - row.capacity);
     } else {
       const auto begin = static_cast<std::uint32_t>(slots.size());
-      slots.resize(slots.size() + capacity);
+      append_free_slots(capacity);
       std::copy_n(slots.begin() + row.begin, row.size, slots.begin() + begin);
       unused += row.capacity;
       row.begin = begin;

@@ -111,6 +111,11 @@ class EdgeStore {
     std::size_t unused = 0;  ///< slots no row holds any more (left behind by moves)
 
     void push(TaskId v, EdgeId id);
+    /// `count` slots at the end, for a row (one at a time: most rows take 2, where resize()
+    /// costs a call to fill them).
+    void append_free_slots(std::uint32_t count) {
+      for (std::uint32_t i = 0; i < count; ++i) slots.push_back(kNoEdge);
+    }
   };
   /// Rows::push, first compacting a full row that holds dead ids (often the edge a removal just
   /// took away from the task its bridge now reaches) rather than moving it.

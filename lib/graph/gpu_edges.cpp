@@ -14,6 +14,7 @@
 #include <limits>
 #include <map>
 
+#include "common/nearly_sorted.hpp"
 #include "common/text.hpp"
 #include "graph/build_context.hpp"
 #include "graph/gpu_holds.hpp"
@@ -67,7 +68,7 @@ std::vector<std::vector<TimeNs>> stream_wait_times(const BuildContext& ctx) {
     const auto it = lane_of.find({ctx.trace.lanes[e.lane].process, e.sync_stream});
     if (it != lane_of.end()) waits[it->second].push_back(e.start_ns);
   }
-  for (auto& w : waits) std::sort(w.begin(), w.end());
+  for (auto& w : waits) sort_nearly_sorted(w);
   return waits;
 }
 

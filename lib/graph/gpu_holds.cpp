@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "common/nearly_sorted.hpp"
 #include "common/text.hpp"
 #include "graph/occupancy.hpp"
 
@@ -59,7 +60,7 @@ DeviceTimelines::DeviceTimelines(const BuildContext& ctx)
 // Each device's GPU activities, collected in the constructor's pass, become their union.
 void DeviceTimelines::merge_device_busy() {
   for (auto& [device, spans] : busy_) {
-    std::sort(spans.begin(), spans.end());
+    sort_nearly_sorted(spans);
     std::vector<std::pair<TimeNs, TimeNs>> merged;
     for (const auto& s : spans) {
       if (!merged.empty() && s.first <= merged.back().second) merged.back().second = std::max(merged.back().second, s.second);
