@@ -1,6 +1,8 @@
 // daydream_bench_pipeline: what one trace costs, stage by stage, printed as ONE JSON line.
 //
-//   daydream_bench_pipeline [--runs N] [--sim-runs M] [--label TEXT] TRACE
+//   daydream_bench_pipeline [--runs N] [--sim-runs M] [--label TEXT] [--program-heap] TRACE
+//
+// --program-heap: the heap as the `daydream` program has it (reserve_huge_page_heap first).
 //
 // Stages, each timed on its own (single thread, steady clock):
 //   read    read_input_file(): file read + gzip inflate only (one run, for the split); for a file
@@ -36,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/huge_pages.hpp"
 #include "common/measure.hpp"
 #include "daydream/error.hpp"
 #include "daydream/graph.hpp"
@@ -49,7 +52,7 @@ using namespace daydream::bench;
 
 [[noreturn]] void usage(const char* message) {
   if (message) std::fprintf(stderr, "daydream_bench_pipeline: %s\n", message);
-  std::fprintf(stderr, "usage: daydream_bench_pipeline [--runs N] [--sim-runs M] [--label TEXT] TRACE\n");
+  std::fprintf(stderr, "usage: daydream_bench_pipeline [--runs N] [--sim-runs M] [--label TEXT] [--program-heap] TRACE\n");
   std::exit(2);
 }
 
@@ -71,6 +74,7 @@ int main(int argc, char** argv) {
     if (arg == "--runs" && has_value) runs = positive(argv[++i]);
     else if (arg == "--sim-runs" && has_value) sim_runs = positive(argv[++i]);
     else if (arg == "--label" && has_value) label = argv[++i];
+    else if (arg == "--program-heap") (void)daydream::reserve_huge_page_heap();
     else if (arg == "-h" || arg == "--help") usage(nullptr);
     else if (!arg.empty() && arg[0] == '-') usage("unknown option");
     else if (path.empty()) path = arg;
