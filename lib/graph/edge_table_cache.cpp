@@ -39,7 +39,7 @@ bool same_column(const A& cached, const B& column) {
 
 std::size_t table_bytes(const EdgeTable& t) {
   return t.first.size() * 4 + t.target.size() * 4 + t.delay_ns.size() * 8 + t.start_to_start.size() +
-         t.in_degree.size() * 4 + t.in_first.size() * 4 + t.in_edges.size() * sizeof(InEdge) + t.topological.size() * 4 +
+         t.in_first.size() * 4 + t.in_edges.size() * sizeof(InEdge) + t.topological.size() * 4 +
          t.launches.size() + t.launching_units.size();
 }
 

@@ -371,13 +371,12 @@ namespace {
 
 /// The predecessor rows of a table whose successor rows are set: a counting sort by target,
 /// which keeps each target's sources in id order.
-/// The in-degrees of the table's n tasks, from the successor columns, and where each task's
-/// reverse row starts (in_first); in_edges sized for them, its entries left to the caller.
+/// Where each of the table's n tasks' reverse row starts (in_first: its in-degrees counted from
+/// the successor columns, then summed); in_edges sized for them, its entries left to the caller.
 void size_reverse_rows(EdgeTable& table, std::size_t n) {
-  table.in_degree.assign(n, 0);
-  for (const TaskId w : table.target) ++table.in_degree[w];
   table.in_first.assign(n + 1, 0);
-  for (std::size_t t = 0; t < n; ++t) table.in_first[t + 1] = table.in_first[t] + table.in_degree[t];
+  for (const TaskId w : table.target) ++table.in_first[std::size_t{w} + 1];
+  for (std::size_t t = 0; t < n; ++t) table.in_first[t + 1] += table.in_first[t];
   table.in_edges.resize(table.target.size());
 }
 
@@ -459,8 +458,8 @@ class ReadyIds {
 }  // namespace
 
 std::vector<TaskId> kahn_order(const EdgeTable& table, const std::vector<TaskId>* next_in_chain) {
-  const auto n = static_cast<TaskId>(table.in_degree.size());
-  std::vector<std::uint32_t> remaining = table.in_degree;
+  const auto n = static_cast<TaskId>(table.num_tasks());
+  std::vector<std::uint32_t> remaining = table.in_degrees();
   if (next_in_chain)
     for (const TaskId next : *next_in_chain)
       if (next != kNoTask) ++remaining[next];

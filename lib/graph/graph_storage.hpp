@@ -35,8 +35,7 @@ struct EdgeTable {
   std::vector<TaskId> target;
   std::vector<TimeNs> delay_ns;
   std::vector<std::uint8_t> start_to_start;
-  std::vector<std::uint32_t> in_degree;    ///< per task
-  std::vector<std::uint32_t> in_first;     ///< size num_tasks + 1
+  std::vector<std::uint32_t> in_first;     ///< size num_tasks + 1: task t has in_first[t + 1] - in_first[t] predecessors
   std::vector<InEdge> in_edges;
   /// Every task in a topological order (Kahn's, ties by id); shorter than num_tasks when the
   /// edges close a cycle.
@@ -51,6 +50,14 @@ struct EdgeTable {
   /// of the unit launches GPU work, which makes a CPU thread part of the run (run_span_ns).
   std::vector<std::uint8_t> launches;
   std::vector<std::uint8_t> launching_units;
+
+  std::size_t num_tasks() const { return in_first.empty() ? 0 : in_first.size() - 1; }
+  /// Each task's count of predecessors (what Kahn's order and the event engine count down).
+  std::vector<std::uint32_t> in_degrees() const {
+    std::vector<std::uint32_t> degrees(num_tasks());
+    for (std::size_t t = 0; t < degrees.size(); ++t) degrees[t] = in_first[t + 1] - in_first[t];
+    return degrees;
+  }
 };
 
 /// Sets `unit`'s entry of a EdgeTable::launching_units column, growing it to hold the unit.

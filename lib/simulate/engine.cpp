@@ -64,7 +64,7 @@ class Engine {
     r_.binding.assign(n_, kNoTask);
     r_.cause.assign(n_, StartCause::release);
     r_.units.assign(graph.units().size(), UnitUsage{});
-    remaining_ = c_.edges->in_degree;
+    remaining_ = c_.edges->in_degrees();
     ready_at_.assign(n_, kUnset);
     if (c_.occupancy) held_since_.assign(n_, kUnset);
     if (c_.locks) lock_wait_since_.assign(n_, kUnset);

@@ -326,7 +326,7 @@ bool follows_chains(std::span<const TaskId> order, const CompiledGraph& c, const
 /// A topological order of the edges and of each chain's order; shorter than the tasks where the
 /// two disagree (a cycle).
 std::vector<TaskId> order_with_chains(const EdgeTable& e, const VirtualChains& chains) {
-  std::vector<TaskId> next_in_chain(e.in_degree.size(), kNoTask);
+  std::vector<TaskId> next_in_chain(e.num_tasks(), kNoTask);
   for (std::size_t c = 0; c + 1 < chains.first.size(); ++c)
     for (std::size_t i = chains.first[c] + 1; i < chains.first[c + 1]; ++i)
       next_in_chain[chains.tasks[i - 1]] = chains.tasks[i];

@@ -286,7 +286,6 @@ void check_same_table(const EdgeTable& a, const EdgeTable& b) {
   CHECK(a.target == b.target);
   CHECK(a.delay_ns == b.delay_ns);
   CHECK(a.start_to_start == b.start_to_start);
-  CHECK(a.in_degree == b.in_degree);
   CHECK(a.in_first == b.in_first);
   REQUIRE(a.in_edges.size() == b.in_edges.size());
   for (std::size_t i = 0; i < a.in_edges.size(); ++i) {
