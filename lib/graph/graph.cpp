@@ -640,13 +640,8 @@ std::shared_ptr<const EdgeTable> GraphAccess::edge_table_from_rows(const Graph& 
 std::shared_ptr<const TaskColumns> Graph::task_columns() const {
   return task_columns_.get_or_make([this] {
     auto columns = std::make_shared<TaskColumns>();
-    const std::size_t n = num_tasks();  // never behind without columns
-    columns->duration_ns.reserve(n);
-    columns->release_ns.reserve(n);
-    columns->unit.reserve(n);
-    columns->removed.reserve(n);
-    columns->kind.reserve(n);
-    for (TaskId t = 0; t < n; ++t) columns->append(records_.at(t));
+    // Never behind without columns: the records hold every time.
+    columns->assign(num_tasks(), [this](TaskId t) -> const Task& { return records_.at(t); });
     return columns;
   });
 }

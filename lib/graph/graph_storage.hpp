@@ -92,10 +92,35 @@ struct TaskColumns {
   void append(const Task& task) {
     duration_ns.push_back(task.duration_ns);
     release_ns.push_back(task.release_ns);
-    unusable += !usable_times(task.duration_ns, task.release_ns);
     unit.push_back(task.unit);
     removed.push_back(task.removed ? 1 : 0);
     kind.push_back(task.kind);
+    count(task);
+  }
+
+  /// The columns of `n` tasks, record(t) giving task t's: each column sized once and written in
+  /// place (append's growth checks, five per task, were most of building the columns).
+  template <class Record>
+  void assign(std::size_t n, Record&& record) {
+    duration_ns.resize(n);
+    release_ns.resize(n);
+    unit.resize(n);
+    removed.resize(n);
+    kind.resize(n);
+    for (std::size_t t = 0; t < n; ++t) {
+      const Task& task = record(static_cast<TaskId>(t));
+      duration_ns[t] = task.duration_ns;
+      release_ns[t] = task.release_ns;
+      unit[t] = task.unit;
+      removed[t] = task.removed ? 1 : 0;
+      kind[t] = task.kind;
+      count(task);
+    }
+  }
+
+  /// The counts a task's record adds to (unusable times; holds, where it is live).
+  void count(const Task& task) {
+    unusable += !usable_times(task.duration_ns, task.release_ns);
     if (!task.removed) {
       held_by_occupancy += task.sm_held_by != kNoTask;
       held_by_lock += task.lock_held_by != kNoTask;

@@ -324,13 +324,18 @@ class KinetoParser {
     return true;
   }
 
+  // An integer first (what nearly every id and number arg is): a value of another type is left
+  // unread by get_int64, and then read by its type.
   void read_flexible(od::value value, FlexibleId& out, std::string_view field) {
     field_ = field;
+    std::int64_t n = 0;
+    if (value.get_int64().get(n) == simdjson::SUCCESS) {
+      out.number = n;
+      return;
+    }
     const auto type = value.type().value();
     if (type == od::json_type::number) {
-      std::int64_t n = 0;
-      if (value.get_int64().get(n) == simdjson::SUCCESS) out.number = n;
-      else if (const auto n2 = integral(double(value.get_double())); n2 != kNone) out.number = n2;
+      if (const auto n2 = integral(double(value.get_double())); n2 != kNone) out.number = n2;
     } else if (type == od::json_type::string) {
       out.text = value.get_string();
     }
@@ -344,11 +349,13 @@ class KinetoParser {
     if (!out) fail(field, fmt::format("malformed number '{}'", token));
   }
 
-  static std::int64_t int_arg(od::value value) {
+  static std::int64_t int_arg(od::value value) {  // as read_flexible: an integer first
     std::int64_t n = kNone;
+    if (value.get_int64().get(n) == simdjson::SUCCESS) return n;
+    n = kNone;
     const auto type = value.type().value();
     if (type == od::json_type::number) {
-      if (value.get_int64().get(n) != simdjson::SUCCESS) n = integral(double(value.get_double()));
+      n = integral(double(value.get_double()));
     } else if (type == od::json_type::string) {
       n = text::trailing_integer(std::string_view(value.get_string())).value_or(kNone);
     }
