@@ -38,7 +38,28 @@ ApiRole BuildContext::role_of(const TraceEvent& call) const {
 
 namespace {
 
-bool nesting_order(const TraceEvent& a, const TraceEvent& b);
+/// Parents before children: earlier start, then longer, then ranges before API calls, then file
+/// order; the event's position breaks what ties remain (events of one source index, from merged
+/// files). A key per event, so that a sort compares keys rather than events.
+struct NestingKey {
+  TimeNs start;
+  TimeNs longer_first;  // -duration (ingest keeps durations within 0..kMaxTaskDurationNs)
+  std::uint64_t api_then_index;
+  std::uint32_t position;
+
+  static NestingKey of(const TraceEvent& e, std::uint32_t position) {
+    const std::uint64_t api = is_api_call(e.kind) ? 1 : 0;
+    return {e.start_ns, -e.duration_ns, (api << 32) | e.source_index, position};
+  }
+  bool operator<(const NestingKey& other) const {
+    if (start != other.start) return start < other.start;
+    if (longer_first != other.longer_first) return longer_first < other.longer_first;
+    if (api_then_index != other.api_then_index) return api_then_index < other.api_then_index;
+    return position < other.position;
+  }
+};
+
+bool nesting_order(const TraceEvent& a, const TraceEvent& b) { return NestingKey::of(a, 0) < NestingKey::of(b, 0); }
 
 struct OpenEvent {
   std::uint32_t position;
@@ -226,44 +247,19 @@ class ThreadSegmenter {
   TimeNs cursor_ = 0;
 };
 
-// Parents before children: earlier start, then longer, then ranges before API calls.
-bool nesting_order(const TraceEvent& a, const TraceEvent& b) {
-  if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-  if (a.duration_ns != b.duration_ns) return a.duration_ns > b.duration_ns;
-  if (is_api_call(a.kind) != is_api_call(b.kind)) return !is_api_call(a.kind);
-  return a.source_index < b.source_index;
-}
 
 bool is_layer_mark(const BuildContext& ctx, const TraceEvent& e) {
   return (e.kind == EventKind::user_annotation || e.kind == EventKind::cpu_op) &&
          text::starts_with(ctx.trace.name_of(e), "daydream.layer:");
 }
 
-/// nesting_order as one key per event, compared without reading the events again (a sort that
-/// followed positions into the events array was a tenth of building a graph). The position
-/// breaks the ties nesting_order leaves (events of equal source index, from merged files).
-struct NestingKey {
-  TimeNs start;
-  TimeNs longer_first;  // -duration (ingest keeps durations within 0..kMaxTaskDurationNs)
-  std::uint64_t api_then_index;
-  std::uint32_t position;
-  bool operator<(const NestingKey& other) const {
-    if (start != other.start) return start < other.start;
-    if (longer_first != other.longer_first) return longer_first < other.longer_first;
-    if (api_then_index != other.api_then_index) return api_then_index < other.api_then_index;
-    return position < other.position;
-  }
-};
-
-/// Sorts `positions` (into `events`) by nesting_order; `keys` is scratch.
+/// Sorts `positions` (into `events`) by nesting order, on keys copied out of the events (a sort
+/// that followed positions into the events array was a tenth of building a graph); `keys` is
+/// scratch.
 void sort_in_nesting_order(const std::vector<TraceEvent>& events, std::vector<std::uint32_t>& positions,
                            std::vector<NestingKey>& keys) {
   keys.clear();
-  for (const std::uint32_t p : positions) {
-    const TraceEvent& e = events[p];
-    const std::uint64_t api = is_api_call(e.kind) ? 1 : 0;
-    keys.push_back({e.start_ns, -e.duration_ns, (api << 32) | e.source_index, p});
-  }
+  for (const std::uint32_t p : positions) keys.push_back(NestingKey::of(events[p], p));
   sort_nearly_sorted(keys);
   for (std::size_t i = 0; i < keys.size(); ++i) positions[i] = keys[i].position;
 }
