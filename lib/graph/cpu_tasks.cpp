@@ -247,7 +247,6 @@ class ThreadSegmenter {
   TimeNs cursor_ = 0;
 };
 
-
 bool is_layer_mark(const BuildContext& ctx, const TraceEvent& e) {
   return (e.kind == EventKind::user_annotation || e.kind == EventKind::cpu_op) &&
          text::starts_with(ctx.trace.name_of(e), "daydream.layer:");

@@ -418,21 +418,16 @@ class SyncBuilder {
   // last task launched to the recording thread's latest stream before the record call. Left
   // empty when the trace has no cudaEventRecord calls (older Kineto builds drop them).
   void index_event_records() {
-    std::vector<std::uint8_t> records_event;  // per graph string: 1 + whether it names an event record, 0 unknown
-    const auto is_event_record = [&](const Task& task) {
-      if (task.name >= records_event.size()) records_event.resize(std::size_t{task.name} + 1, 0);
-      std::uint8_t& known = records_event[task.name];
-      if (known == 0) known = api_role(ctx_.graph.string(task.name)) == ApiRole::event_record ? 2 : 1;
-      return known == 2;
-    };
     for (UnitId u = 0; u < ctx_.graph.units().size(); ++u) {
       if (ctx_.graph.units()[u].kind != UnitKind::cpu_thread) continue;
       UnitId last_launch = BuildContext::kNoUnit;
       for (TaskId t : ctx_.unit_tasks[u]) {
-        const Task& task = ctx_.graph.task(t);
-        if (task.kind != TaskKind::runtime) continue;
+        if (ctx_.graph.task(t).kind != TaskKind::runtime) continue;
         if (launched_unit_[t] != BuildContext::kNoUnit) last_launch = launched_unit_[t];
-        if (last_launch == BuildContext::kNoUnit || !is_event_record(task)) continue;
+        // the role of the call the task came from (role_of classifies each distinct name once)
+        if (last_launch == BuildContext::kNoUnit ||
+            ctx_.role_of(ctx_.event(ctx_.task_position[t])) != ApiRole::event_record)
+          continue;
         const TaskId marked = last_launched_before(last_launch, ctx_.times[t].start);
         if (marked == kNoTask) continue;
         if (first_record_at_.empty()) first_record_at_.assign(ctx_.graph.num_tasks(), std::numeric_limits<TimeNs>::max());
