@@ -17,6 +17,7 @@
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "ingest/clock_alignment.hpp"
+#include "ingest/kineto/event_batches.hpp"
 #include "ingest/kineto/event_stream.hpp"
 #include "ingest/kineto/kineto_event.hpp"
 #include "ingest/kineto/recorded_operands.hpp"
@@ -138,6 +139,34 @@ class KinetoParser {
     return std::move(trace_);
   }
 
+  /// The same Trace as parse(), with the events parsed a batch of about `batch_bytes` at a time
+  /// (event_batches.hpp), then the document's other members; nullopt where the document does not
+  /// parse so, and the reader then parses it in one piece (which names any problem it has).
+  /// `total_bytes`: the document's size where known (0: not), for the room the events take.
+  std::optional<Trace> parse_in_batches(kineto::TextWindow& window, std::size_t batch_bytes, std::uint64_t total_bytes) {
+    try {
+      const std::optional<std::string> head = read_head(window);
+      if (!head) return std::nullopt;
+      od::parser parser;
+      const std::optional<std::string> after_events = parse_event_batches(parser, window, batch_bytes, total_bytes);
+      if (!after_events) return std::nullopt;
+      // The document with its events taken out: the members before and after them.
+      std::string members = *head + "[]" + *after_events;
+      members.reserve(members.size() + kInputPadding);
+      od::document doc = parser.iterate(simdjson::padded_string_view(members.data(), members.size(), members.capacity()));
+      if (doc.type() == od::json_type::array) parse_events(doc.get_array());
+      else parse_top_level(doc.get_object());
+      // Text after the document: the one-piece parse, or the stream's scanner, decides.
+      if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return std::nullopt;
+    } catch (const simdjson::simdjson_error&) {
+      return std::nullopt;
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+    finish();
+    return std::move(trace_);
+  }
+
   /// The same Trace as parse(), from a stream: simdjson parses one batch of whole events at a
   /// time (event_stream.hpp), then the document's other top-level members.
   Trace parse_stream(InputStream& in, const StreamLimits& limits) {
@@ -180,7 +209,90 @@ class KinetoParser {
   void reserve_events(std::uint64_t total, std::uint64_t batch) {
     if (total == 0 || batch == 0 || trace_.events.empty()) return;
     const double per_byte = static_cast<double>(trace_.events.size()) / static_cast<double>(batch);
-    trace_.events.reserve(static_cast<std::size_t>(per_byte * static_cast<double>(total) * 1.02) + 1024);
+    reserve_dense(trace_.events, static_cast<std::size_t>(per_byte * static_cast<double>(total) * 1.02) + 1024);
+  }
+
+  /// The document's text before its events (the window then starts just after their '['), or
+  /// nullopt where it has none.
+  static std::optional<std::string> read_head(kineto::TextWindow& window) {
+    for (;;) {
+      const kineto::EventsArray events = kineto::find_events_array(window.text());
+      if (events.found == kineto::EventsArray::Found::yes) {
+        std::string head(window.text().substr(0, events.open));
+        window.drop(events.open + 1);
+        return head;
+      }
+      if (events.found == kineto::EventsArray::Found::no || !window.read_more()) return std::nullopt;
+    }
+  }
+
+  /// The events, batch by batch: each cut where an event seems to end and parsed as a JSON array,
+  /// which it is, closed at its end, only where the cut lies between two events. Returns the
+  /// document's text after the events' ']', read to its end; nullopt where no cut near a batch's
+  /// end parses.
+  std::optional<std::string> parse_event_batches(od::parser& parser, kineto::TextWindow& window,
+                                                 std::size_t batch_bytes, std::uint64_t total_bytes) {
+    saw_events_ = true;
+    event_index_ = 0;
+    field_ = "traceEvents";
+    // Room for the events: a document in memory reserves it as the one-piece parse does; a stream
+    // estimates it from its first kReserveSampleBytes (its size may not be known, and a guess
+    // from the size alone can be far off for a multi-GB trace).
+    if (window.whole()) reserve_dense(trace_.events, total_bytes / kJsonBytesPerEvent);
+    std::string batch;
+    for (std::uint64_t parsed = 0;;) {
+      od::document doc;
+      od::array events;
+      std::size_t cut = next_cut(window, batch_bytes);
+      // A cut inside a string or inside an event mostly shows before any event is read: the
+      // batch leaves a string open, or does not end in its array's ']'. Then the next cut.
+      for (int tries = 1; !open_batch(parser, window.text(), cut, batch, doc, events); ++tries) {
+        if (cut == kNoCut || tries == kMaxCutTries) return std::nullopt;
+        cut = next_cut(window, cut + 1);
+      }
+      parse_event_elements(events);
+      const bool sampled = parsed < kReserveSampleBytes;
+      parsed += batch.size();
+      if (sampled && parsed >= kReserveSampleBytes) reserve_events(total_bytes, parsed);
+      auto after = doc.current_location();
+      if (after.error() != simdjson::OUT_OF_BOUNDS) {  // the array closed inside the batch: the events end
+        window.drop(static_cast<std::size_t>(after.value() - batch.data()) - 1);
+        return rest_of(window);
+      }
+      if (cut == kNoCut) return std::string();
+      window.drop(cut + 1);
+    }
+  }
+
+  static constexpr std::size_t kNoCut = std::string_view::npos;
+  /// The events' room is estimated again from this much JSON, in case the document is denser
+  /// than kJsonBytesPerEvent.
+  static constexpr std::uint64_t kReserveSampleBytes = std::uint64_t{16} << 20;
+  static constexpr int kMaxCutTries = 16;
+
+  /// The first cut at or after `from`, reading on as far as it takes; kNoCut at the document's end.
+  static std::size_t next_cut(kineto::TextWindow& window, std::size_t from) {
+    std::size_t cut = kineto::find_event_boundary(window.text(), from);
+    while (cut == kNoCut && window.read_more()) cut = kineto::find_event_boundary(window.text(), from);
+    return cut;
+  }
+
+  /// The text up to `cut` (kNoCut: all of it) as a JSON array in `batch`, opened: false where
+  /// simdjson refuses it.
+  static bool open_batch(od::parser& parser, std::string_view text, std::size_t cut, std::string& batch,
+                         od::document& doc, od::array& events) {
+    const std::size_t end = cut == kNoCut ? text.size() : cut;
+    batch.clear();
+    batch.reserve(end + 2 + kInputPadding);
+    batch.append(1, '[').append(text.substr(0, end)).append(1, ']');
+    return parser.iterate(simdjson::padded_string_view(batch.data(), batch.size(), batch.capacity())).get(doc) ==
+               simdjson::SUCCESS &&
+           doc.get_array().get(events) == simdjson::SUCCESS;
+  }
+
+  static std::string rest_of(kineto::TextWindow& window) {
+    while (window.read_more()) {}
+    return std::string(window.text());
   }
 
   void parse_top_level(od::object top) {
@@ -624,21 +736,68 @@ bool KinetoJsonReader::can_read(const InputFile& file) const {
   return false;
 }
 
+namespace {
+
+/// A whole document's events are parsed this many bytes at a time: simdjson's index of a batch
+/// (up to four bytes per byte of JSON) then fits in a core's L2 cache.
+constexpr std::size_t kEventBatchBytes = std::size_t{256} << 10;
+
+/// A stream is read (and inflated, on a thread of its own) this many bytes at a time.
+constexpr std::size_t kStreamBlockBytes = std::size_t{1} << 20;
+
+Trace parse_document(const std::string& json, const std::string& name) {
+  if (json.size() < simdjson::SIMDJSON_MAXSIZE_BYTES) {
+    kineto::MemoryWindow window(json);
+    if (auto trace = KinetoParser(name).parse_in_batches(window, kEventBatchBytes, json.size())) return std::move(*trace);
+  }
+  return KinetoParser(name).parse(json);
+}
+
+}  // namespace
+
 Trace KinetoJsonReader::read(const InputFile& file) const {
-  Trace trace = KinetoParser(file.path.string()).parse(file.contents);
+  Trace trace = parse_document(file.contents, file.path.string());
   trace.bytes_read = file.contents.size();
   return trace;
 }
 
-std::optional<Trace> KinetoJsonReader::read_stream(InputStream& in) const { return stream_kineto_json(in); }
+// Batches cut where events seem to end, read through a window; where they do not parse, the
+// stream again from the start, cut by the scanner (which names any problem the document has).
+std::optional<Trace> KinetoJsonReader::read_stream(InputStream& in) const {
+  std::optional<Trace> trace;
+  {
+    kineto::StreamWindow window(in, kStreamBlockBytes);
+    trace = KinetoParser(in.path().string()).parse_in_batches(window, kEventBatchBytes, in.size_hint());
+  }  // the window's reading thread has ended
+  if (trace) {
+    trace->bytes_read = in.decoded_bytes();
+    return trace;
+  }
+  InputStream again(in.path());
+  return stream_kineto_json(again);
+}
 
 Trace stream_kineto_json(InputStream& in, const StreamLimits& limits) {
   return KinetoParser(in.path().string()).parse_stream(in, limits);
 }
 
-Trace parse_kineto_json(std::string json, const std::string& name) {
+std::optional<Trace> parse_kineto_batches(kineto::TextWindow& window, const std::string& name, std::size_t batch_bytes,
+                                          std::uint64_t total_bytes) {
+  std::optional<Trace> trace = KinetoParser(name).parse_in_batches(window, batch_bytes, total_bytes);
+  if (trace) trace->bytes_read = total_bytes;
+  return trace;
+}
+
+Trace parse_kineto_whole(std::string json, const std::string& name) {
   json.reserve(json.size() + kInputPadding);
   Trace trace = KinetoParser(name).parse(json);
+  trace.bytes_read = json.size();
+  return trace;
+}
+
+Trace parse_kineto_json(std::string json, const std::string& name) {
+  json.reserve(json.size() + kInputPadding);
+  Trace trace = parse_document(json, name);
   trace.bytes_read = json.size();
   check_trace_times(trace);
   return trace;

@@ -3,7 +3,12 @@
 // `Operator`/`Runtime`/`Kernel`, flows `async`) and modern (`cpu_op`/`cuda_runtime`/`kernel`,
 // flows `ac2g`, `fwdbwd`). See docs/formats.md.
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
 #include "daydream/ingest.hpp"
+#include "ingest/kineto/event_batches.hpp"
 #include "ingest/kineto/event_stream.hpp"
 
 namespace daydream {
@@ -19,5 +24,16 @@ class KinetoJsonReader final : public TraceReader {
 /// A Kineto trace read from a stream (the whole document never in memory): the same Trace as
 /// KinetoJsonReader::read of the decoded file. Throws Error (file, event index, field).
 Trace stream_kineto_json(InputStream& in, const StreamLimits& limits = {});
+
+/// A Kineto document parsed with its events cut into batches of about `batch_bytes`
+/// (event_batches.hpp), as KinetoJsonReader reads and streams (tests choose small batches); its
+/// bytes_read is `total_bytes`. nullopt where no cut parses: the reader then parses the document
+/// in one piece, or streams it through the scanner.
+std::optional<Trace> parse_kineto_batches(kineto::TextWindow& window, const std::string& name, std::size_t batch_bytes,
+                                          std::uint64_t total_bytes);
+
+/// A Kineto document parsed in one piece (simdjson's index over all of it): the Trace the batches
+/// must give, and what names the problems of a document they do not parse.
+Trace parse_kineto_whole(std::string json, const std::string& name);
 
 }  // namespace daydream
