@@ -1,6 +1,7 @@
 #pragma once
-// A file's decoded bytes in blocks, gzip inflated as it goes (zlib: libdeflate inflates only
-// whole buffers), for readers that stream: a multi-GB trace never sits whole in memory.
+// A file's decoded bytes in blocks, gzip inflated as it goes (ISA-L where the build has it, else
+// zlib: libdeflate inflates only whole buffers), for readers that stream: a multi-GB trace never
+// sits whole in memory.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -8,6 +9,8 @@
 #include <vector>
 
 namespace daydream {
+
+class Error;
 
 class InputStream {
  public:
@@ -30,12 +33,13 @@ class InputStream {
  private:
   std::size_t read_plain(char* out, std::size_t max);
   std::size_t inflate_some(char* out, std::size_t max);
+  Error corrupt() const;  // naming the file and the member being inflated
   bool refill();
 
   std::filesystem::path path_;
   std::FILE* file_ = nullptr;
   bool gzip_ = false;
-  struct Inflater;  // zlib's stream state
+  struct Inflater;  // the inflater's stream state
   std::unique_ptr<Inflater> inflater_;
   std::vector<unsigned char> compressed_;  // the block of the file being inflated
   std::uint64_t compressed_read_ = 0;      // bytes of the file read so far
@@ -50,5 +54,8 @@ class InputStream {
 /// to about that much.
 inline constexpr std::uint64_t kStreamFromBytes = std::uint64_t{256} << 20;
 bool worth_streaming(const std::filesystem::path& path);
+
+/// Whether the file opens and starts with gzip's magic number.
+bool is_gzip_file(const std::filesystem::path& path);
 
 }  // namespace daydream

@@ -1,6 +1,7 @@
 // Kineto events parsed in batches (ingest/kineto/event_batches.hpp): where the events open, where
 // an event seems to end, and batches that give the Trace of the one-piece parse at every batch
-// size, in memory or from a stream, or give way to it where a cut does not parse.
+// size, in memory, from a stream, or from a buffer being filled, or give way to it where a cut
+// does not parse.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -35,6 +36,18 @@ std::optional<Trace> streamed_in_batches(const std::filesystem::path& path, std:
   std::optional<Trace> trace;
   {
     kineto::StreamWindow window(in, block);
+    trace = parse_kineto_batches(window, "<memory>", batch_bytes, in.size_hint());
+  }
+  return trace;
+}
+
+/// The same from a small file, filled `step` bytes at a time into one buffer sized for `expected`.
+std::optional<Trace> filled_in_batches(const std::filesystem::path& path, std::size_t expected, std::size_t step,
+                                       std::size_t batch_bytes) {
+  InputStream in(path);
+  std::optional<Trace> trace;
+  {
+    kineto::FillingWindow window(in, expected, step);
     trace = parse_kineto_batches(window, "<memory>", batch_bytes, in.size_hint());
   }
   return trace;
@@ -129,6 +142,13 @@ TEST_CASE("event batches: every batch size gives the one-piece Trace, in memory 
         const std::optional<Trace> streamed = streamed_in_batches(path, block, batch);
         REQUIRE(streamed.has_value());
         require_same(whole, *streamed);
+        // One buffer filled as the parse goes: sized right, too small (it grows), or unsized.
+        for (std::size_t expected : {kDocument.size(), kDocument.size() / 3, std::size_t{0}}) {
+          CAPTURE(expected);
+          const std::optional<Trace> filled = filled_in_batches(path, expected, block, batch);
+          REQUIRE(filled.has_value());
+          require_same(whole, *filled);
+        }
       }
     }
     std::filesystem::remove(path);
@@ -156,6 +176,16 @@ TEST_CASE("event batches: what no cut parses is left to the one-piece parse, whi
     CAPTURE(bad);
     for (std::size_t batch : {1, 64, 100'000}) CHECK_FALSE(in_batches(bad, batch).has_value());
   }
+  // A gzip stream cut short or followed by garbage: the filling window gives way, and load_trace's
+  // whole-file path names the problem.
+  for (const auto& [name, bytes] : {std::pair{"cut.json.gz", test::gzip_member(kDocument).substr(0, 200)},
+                                    std::pair{"garbage.json.gz", test::gzip_member(kDocument) + "garbage!"}}) {
+    const auto path = write_file(name, bytes);
+    CAPTURE(name);
+    CHECK_FALSE(filled_in_batches(path, kDocument.size(), 64, 100).has_value());
+    CHECK_THROWS_WITH(load_trace(path), Catch::Contains(path.string()) && Catch::Contains("corrupt or truncated gzip stream"));
+    std::filesystem::remove(path);
+  }
   try {
     parse_kineto_json(bad_event, "bad.json");
     FAIL("accepted a malformed event");
@@ -180,6 +210,9 @@ TEST_CASE("event batches: every Kineto trace in ../shared gives the one-piece Tr
       const std::optional<Trace> streamed = streamed_in_batches(path, 100'000, 65536);
       REQUIRE(streamed.has_value());
       require_same(whole, *streamed);
+      const std::optional<Trace> filled = filled_in_batches(path, file.contents.size(), 100'000, 65536);
+      REQUIRE(filled.has_value());
+      require_same(whole, *filled);
       ++compared;
     }
   }

@@ -2,7 +2,14 @@
 #include "ingest/kineto/event_batches.hpp"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "common/huge_pages.hpp"
+#include "ingest/padding.hpp"
 
 #include "ingest/read_ahead.hpp"
 
@@ -104,6 +111,127 @@ std::size_t find_event_boundary(std::string_view json, std::size_t from) {
     if (close > 0 && json[close - 1] == '}') return comma;
   }
   return npos;
+}
+
+std::string_view TextWindow::frame(std::size_t end, std::string& scratch) {
+  scratch.clear();
+  scratch.reserve(end + 2 + kInputPadding);
+  scratch.append(1, '[').append(text().substr(0, end)).append(1, ']');
+  return scratch;
+}
+
+// The buffer, and the thread that fills it: data[1, filled) decoded so far (data[0] is the byte a
+// batch's '[' may take), room for `capacity` bytes, then room for a ']' and kInputPadding.
+struct FillingWindow::Filler {
+  InputStream& in;
+  std::size_t block;
+  std::unique_ptr<char[]> data;
+  std::size_t capacity = 0;
+  std::size_t filled = 1;
+  bool ended = false, need_room = false, stop = false;
+  std::exception_ptr error;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::thread thread;
+
+  Filler(InputStream& stream, std::size_t expected, std::size_t step) : in(stream), block(step) {
+    allocate(std::max<std::size_t>(expected + 1, step));  // + 1: an exact size ends without growing
+    thread = std::thread([this] { run(); });
+  }
+
+  // A buffer of `bytes` room, holding what was filled so far (the main thread, while the filler
+  // waits for room or has not started).
+  void allocate(std::size_t bytes) {
+    std::unique_ptr<char[]> bigger(new char[bytes + 2 + kInputPadding]);  // not zeroed: written first
+    advise_huge_pages(bigger.get(), bytes + 2 + kInputPadding);
+    if (data) std::memcpy(bigger.get(), data.get(), filled);
+    data = std::move(bigger);
+    capacity = bytes;
+  }
+
+  void run() {
+    for (;;) {
+      char* at = nullptr;
+      std::size_t room = 0;
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return stop || filled < capacity + 1; });
+        if (stop) return;
+        at = data.get() + filled;
+        room = std::min(block, capacity + 1 - filled);
+      }
+      std::size_t got = 0;
+      std::exception_ptr failure;
+      try {
+        got = in.read(at, room);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      {
+        std::lock_guard lock(mutex);
+        filled += got;
+        error = failure;
+        ended = got == 0 || failure;
+        need_room = !ended && filled == capacity + 1;
+        if (ended) std::memset(data.get() + filled, 0, 2 + kInputPadding);  // the final batch's padding
+      }
+      changed.notify_all();
+      if (ended) return;
+    }
+  }
+};
+
+FillingWindow::FillingWindow(InputStream& in, std::size_t expected, std::size_t block)
+    : filler_(std::make_unique<Filler>(in, expected, block)) {}
+
+FillingWindow::~FillingWindow() {
+  {
+    std::lock_guard lock(filler_->mutex);
+    filler_->stop = true;
+  }
+  filler_->changed.notify_all();
+  filler_->thread.join();
+}
+
+std::string_view FillingWindow::text() const {
+  // Before the end, the last kInputPadding + 1 bytes stay out: the parser reads that far past a
+  // batch, and the filler may be writing just after them.
+  const std::size_t end = ended_ ? seen_ : (seen_ > kInputPadding + 1 ? seen_ - kInputPadding - 1 : 0);
+  return end > begin_ ? std::string_view(filler_->data.get() + begin_, end - begin_) : std::string_view();
+}
+
+bool FillingWindow::read_more() {
+  if (ended_) return false;
+  Filler& f = *filler_;
+  std::unique_lock lock(f.mutex);
+  for (;;) {
+    f.changed.wait(lock, [&] { return f.filled != seen_ || f.ended || f.need_room; });
+    if (f.need_room) {
+      f.allocate(f.capacity * 2);
+      f.need_room = false;
+      f.changed.notify_all();
+      continue;
+    }
+    if (f.error) std::rethrow_exception(f.error);
+    const std::size_t before = text().size();
+    seen_ = f.filled, ended_ = f.ended;
+    if (text().size() > before) return true;
+    if (ended_) return false;
+  }
+}
+
+std::string_view FillingWindow::frame(std::size_t end, std::string& /*scratch*/) {
+  char* data = filler_->data.get();
+  data[begin_ - 1] = '[';
+  framed_at_ = begin_ + end;
+  framed_byte_ = data[framed_at_];
+  data[framed_at_] = ']';
+  return {data + begin_ - 1, end + 2};
+}
+
+void FillingWindow::unframe() {
+  if (framed_at_ != 0) filler_->data[framed_at_] = framed_byte_;
+  framed_at_ = 0;
 }
 
 StreamWindow::StreamWindow(InputStream& in, std::size_t block)

@@ -45,6 +45,12 @@ class TextWindow {
   virtual bool read_more() = 0;
   /// The window's first n bytes are done with.
   virtual void drop(std::size_t n) = 0;
+  /// The window's text up to `end` as a JSON array for the parser: '[' before it, ']' in place of
+  /// the byte at `end` (or just after the text), and kInputPadding readable bytes after. By
+  /// default a copy in `scratch`; a window that owns its buffer writes the brackets in place, and
+  /// unframe() puts back the byte the ']' overwrote.
+  virtual std::string_view frame(std::size_t end, std::string& scratch);
+  virtual void unframe() {}
 };
 
 /// A document held whole in memory.
@@ -68,6 +74,32 @@ class ReadAhead;
 }  // namespace daydream
 
 namespace daydream::kineto {
+
+/// A small stream's whole decoded text in one buffer, which a second thread fills (inflating)
+/// while the parse reads what is there: no copies, no zeroing, and the inflating behind the parse.
+/// The window shows only bytes with kInputPadding more after them until the stream ends, so that
+/// the parser never reads where the other thread writes.
+class FillingWindow final : public TextWindow {
+ public:
+  /// `expected`: the decoded size the stream announces (0: unknown); the buffer grows past it.
+  FillingWindow(InputStream& in, std::size_t expected, std::size_t block);
+  ~FillingWindow() override;
+  std::string_view text() const override;
+  bool whole() const override { return false; }
+  bool read_more() override;
+  void drop(std::size_t n) override { begin_ += n; }
+  std::string_view frame(std::size_t end, std::string& scratch) override;
+  void unframe() override;
+
+ private:
+  struct Filler;  // the thread and what it shares
+  std::unique_ptr<Filler> filler_;
+  std::size_t begin_ = 1;  // after the byte a batch's '[' may take
+  std::size_t seen_ = 1;   // the end of what the filler had written at the last look
+  bool ended_ = false;
+  std::size_t framed_at_ = 0;  // where unframe() puts back `framed_byte_`; 0: nothing framed
+  char framed_byte_ = 0;
+};
 
 /// A stream's decoded text, read (and inflated) `block` bytes at a time on a second thread.
 class StreamWindow final : public TextWindow {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <unordered_map>
 
 #include "common/huge_pages.hpp"
@@ -244,19 +245,24 @@ class KinetoParser {
       od::document doc;
       od::array events;
       std::size_t cut = next_cut(window, batch_bytes);
+      std::string_view framed;
       // A cut inside a string or inside an event mostly shows before any event is read: the
       // batch leaves a string open, or does not end in its array's ']'. Then the next cut.
-      for (int tries = 1; !open_batch(parser, window.text(), cut, batch, doc, events); ++tries) {
+      for (int tries = 1;; ++tries) {
+        framed = window.frame(cut == kNoCut ? window.text().size() : cut, batch);
+        if (open_batch(parser, framed, doc, events)) break;
+        window.unframe();
         if (cut == kNoCut || tries == kMaxCutTries) return std::nullopt;
         cut = next_cut(window, cut + 1);
       }
       parse_event_elements(events);
       const bool sampled = parsed < kReserveSampleBytes;
-      parsed += batch.size();
+      parsed += framed.size();
       if (sampled && parsed >= kReserveSampleBytes) reserve_events(total_bytes, parsed);
       auto after = doc.current_location();
+      window.unframe();
       if (after.error() != simdjson::OUT_OF_BOUNDS) {  // the array closed inside the batch: the events end
-        window.drop(static_cast<std::size_t>(after.value() - batch.data()) - 1);
+        window.drop(static_cast<std::size_t>(after.value() - framed.data()) - 1);
         return rest_of(window);
       }
       if (cut == kNoCut) return std::string();
@@ -277,17 +283,10 @@ class KinetoParser {
     return cut;
   }
 
-  /// The text up to `cut` (kNoCut: all of it) as a JSON array in `batch`, opened: false where
-  /// simdjson refuses it.
-  static bool open_batch(od::parser& parser, std::string_view text, std::size_t cut, std::string& batch,
-                         od::document& doc, od::array& events) {
-    const std::size_t end = cut == kNoCut ? text.size() : cut;
-    batch.clear();
-    batch.reserve(end + 2 + kInputPadding);
-    batch.append(1, '[').append(text.substr(0, end)).append(1, ']');
-    return parser.iterate(simdjson::padded_string_view(batch.data(), batch.size(), batch.capacity())).get(doc) ==
-               simdjson::SUCCESS &&
-           doc.get_array().get(events) == simdjson::SUCCESS;
+  /// A framed batch (TextWindow::frame) opened as a JSON array: false where simdjson refuses it.
+  static bool open_batch(od::parser& parser, std::string_view framed, od::document& doc, od::array& events) {
+    const simdjson::padded_string_view json(framed.data(), framed.size(), framed.size() + kInputPadding);
+    return parser.iterate(json).get(doc) == simdjson::SUCCESS && doc.get_array().get(events) == simdjson::SUCCESS;
   }
 
   static std::string rest_of(kineto::TextWindow& window) {
@@ -744,6 +743,8 @@ constexpr std::size_t kEventBatchBytes = std::size_t{256} << 10;
 
 /// A stream is read (and inflated, on a thread of its own) this many bytes at a time.
 constexpr std::size_t kStreamBlockBytes = std::size_t{1} << 20;
+/// A small stream's buffer is filled this many bytes at a time, each then open to the parse.
+constexpr std::size_t kFillStepBytes = std::size_t{256} << 10;
 
 Trace parse_document(const std::string& json, const std::string& name) {
   if (json.size() < simdjson::SIMDJSON_MAXSIZE_BYTES) {
@@ -761,18 +762,22 @@ Trace KinetoJsonReader::read(const InputFile& file) const {
   return trace;
 }
 
-// Batches cut where events seem to end, read through a window; where they do not parse, the
-// stream again from the start, cut by the scanner (which names any problem the document has).
+// Batches cut where events seem to end, read through a window. Where they do not parse, a large
+// file is streamed again from the start, cut by the scanner, and a small one is left to the
+// whole-file path: either names any problem the document has.
 std::optional<Trace> KinetoJsonReader::read_stream(InputStream& in) const {
   std::optional<Trace> trace;
   {
-    kineto::StreamWindow window(in, kStreamBlockBytes);
-    trace = KinetoParser(in.path().string()).parse_in_batches(window, kEventBatchBytes, in.size_hint());
+    std::unique_ptr<kineto::TextWindow> window;
+    if (worth_streaming(in.path())) window = std::make_unique<kineto::StreamWindow>(in, kStreamBlockBytes);
+    else window = std::make_unique<kineto::FillingWindow>(in, in.size_hint(), kFillStepBytes);
+    trace = KinetoParser(in.path().string()).parse_in_batches(*window, kEventBatchBytes, in.size_hint());
   }  // the window's reading thread has ended
   if (trace) {
     trace->bytes_read = in.decoded_bytes();
     return trace;
   }
+  if (!worth_streaming(in.path())) return std::nullopt;
   InputStream again(in.path());
   return stream_kineto_json(again);
 }
