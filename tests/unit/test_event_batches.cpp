@@ -16,6 +16,7 @@
 #include "ingest/kineto/kineto_reader.hpp"
 #include "unit/gzip_helpers.hpp"
 #include "unit/shared_traces.hpp"
+#include "unit/trace_compare.hpp"
 
 using namespace daydream;
 using kineto::EventsArray;
@@ -38,6 +39,7 @@ std::optional<Trace> streamed_in_batches(const std::filesystem::path& path, std:
     kineto::StreamWindow window(in, block);
     trace = parse_kineto_batches(window, "<memory>", batch_bytes, in.size_hint());
   }
+  if (trace) trace->bytes_read = in.decoded_bytes();  // as the reader counts a stream
   return trace;
 }
 
@@ -50,22 +52,8 @@ std::optional<Trace> filled_in_batches(const std::filesystem::path& path, std::s
     kineto::FillingWindow window(in, expected, step);
     trace = parse_kineto_batches(window, "<memory>", batch_bytes, in.size_hint());
   }
+  if (trace) trace->bytes_read = in.decoded_bytes();
   return trace;
-}
-
-/// What the rest of daydream reads from a Trace: the graph built from it (its fingerprint), the
-/// strings, the metadata and the import report.
-void require_same(const Trace& whole, const Trace& batched) {
-  REQUIRE(batched.events.size() == whole.events.size());
-  REQUIRE(batched.flows.size() == whole.flows.size());
-  REQUIRE(batched.strings == whole.strings);
-  CHECK(batched.metadata.devices == whole.metadata.devices);
-  CHECK(batched.metadata.rank == whole.metadata.rank);
-  CHECK(batched.metadata.world_size == whole.metadata.world_size);
-  CHECK(batched.metadata.format == whole.metadata.format);
-  CHECK(batched.metadata.schema_version == whole.metadata.schema_version);
-  CHECK(batched.report.stats().size() == whole.report.stats().size());
-  CHECK(build_graph(batched).fingerprint() == build_graph(whole).fingerprint());
 }
 
 std::filesystem::path write_file(const std::string& name, const std::string& bytes) {
@@ -128,7 +116,7 @@ TEST_CASE("event batches: every batch size gives the one-piece Trace, in memory 
     CAPTURE(batch);
     const std::optional<Trace> batched = in_batches(kDocument, batch);
     REQUIRE(batched.has_value());  // a cut inside a name's "}, {" is refused, and the next one taken
-    require_same(whole, *batched);
+    test::require_same_trace(whole, *batched);
     CHECK(batched->bytes_read == kDocument.size());
   }
   // From a stream, in blocks that end anywhere, plain or in two gzip members.
@@ -141,13 +129,13 @@ TEST_CASE("event batches: every batch size gives the one-piece Trace, in memory 
         CAPTURE(path.string(), block, batch);
         const std::optional<Trace> streamed = streamed_in_batches(path, block, batch);
         REQUIRE(streamed.has_value());
-        require_same(whole, *streamed);
+        test::require_same_trace(whole, *streamed);
         // One buffer filled as the parse goes: sized right, too small (it grows), or unsized.
         for (std::size_t expected : {kDocument.size(), kDocument.size() / 3, std::size_t{0}}) {
           CAPTURE(expected);
           const std::optional<Trace> filled = filled_in_batches(path, expected, block, batch);
           REQUIRE(filled.has_value());
-          require_same(whole, *filled);
+          test::require_same_trace(whole, *filled);
         }
       }
     }
@@ -157,7 +145,7 @@ TEST_CASE("event batches: every batch size gives the one-piece Trace, in memory 
   const std::size_t open = kDocument.find("[\n  {"), close = kDocument.find("\n ],");
   const std::string array = kDocument.substr(open, close - open) + "]";
   const Trace whole_array = parse_kineto_whole(array, "<memory>");
-  for (std::size_t batch : {1, 100, 1000}) require_same(whole_array, in_batches(array, batch).value());
+  for (std::size_t batch : {1, 100, 1000}) test::require_same_trace(whole_array, in_batches(array, batch).value());
 }
 
 TEST_CASE("event batches: what no cut parses is left to the one-piece parse, which names the problem",
@@ -206,13 +194,13 @@ TEST_CASE("event batches: every Kineto trace in ../shared gives the one-piece Tr
       const Trace whole = parse_kineto_whole(file.contents, "<memory>");
       const std::optional<Trace> batched = in_batches(file.contents, 4096);
       REQUIRE(batched.has_value());
-      require_same(whole, *batched);
+      test::require_same_trace(whole, *batched);
       const std::optional<Trace> streamed = streamed_in_batches(path, 100'000, 65536);
       REQUIRE(streamed.has_value());
-      require_same(whole, *streamed);
+      test::require_same_trace(whole, *streamed);
       const std::optional<Trace> filled = filled_in_batches(path, file.contents.size(), 100'000, 65536);
       REQUIRE(filled.has_value());
-      require_same(whole, *filled);
+      test::require_same_trace(whole, *filled);
       ++compared;
     }
   }

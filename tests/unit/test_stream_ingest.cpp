@@ -16,6 +16,7 @@
 #include "ingest/kineto/kineto_reader.hpp"
 #include "unit/gzip_helpers.hpp"
 #include "unit/shared_traces.hpp"
+#include "unit/trace_compare.hpp"
 
 using namespace daydream;
 using test::gzip_member;
@@ -31,21 +32,6 @@ std::filesystem::path write_file(const std::string& name, const std::string& byt
 Trace streamed(const std::filesystem::path& path, StreamLimits limits) {
   InputStream in(path);
   return stream_kineto_json(in, limits);
-}
-
-/// What the rest of daydream reads from a Trace, compared: the graph built from it (tasks, edges,
-/// units, iterations: its fingerprint), the metadata, the import report and the byte count.
-void require_same(const Trace& whole, const Trace& stream) {
-  REQUIRE(stream.events.size() == whole.events.size());
-  REQUIRE(stream.flows.size() == whole.flows.size());
-  REQUIRE(stream.strings == whole.strings);
-  CHECK(stream.bytes_read == whole.bytes_read);
-  CHECK(stream.metadata.devices == whole.metadata.devices);
-  CHECK(stream.metadata.rank == whole.metadata.rank);
-  CHECK(stream.metadata.world_size == whole.metadata.world_size);
-  CHECK(stream.metadata.format == whole.metadata.format);
-  CHECK(stream.report.stats().size() == whole.report.stats().size());
-  CHECK(build_graph(stream).fingerprint() == build_graph(whole).fingerprint());
 }
 
 const std::vector<StreamLimits> kLimits = {{1, 1}, {7, 100}, {4099, 1000}, {65536, 300'000}, {}};
@@ -71,16 +57,16 @@ TEST_CASE("stream ingest: tricky strings and members give the whole-file Trace a
   for (const StreamLimits& limits : kLimits) {
     CAPTURE(limits.block, limits.batch);
     const Trace stream = streamed(plain, limits);
-    require_same(whole, stream);
+    test::require_same_trace(whole, stream);
     CHECK(stream.metadata.devices == std::vector<std::string>{"GPU \"A\" [x], {y}"});
     CHECK(stream.metadata.world_size == 1);
   }
   // The same text as a top-level array of events (no members), and split over two gzip members.
   const std::string array = kTricky.substr(kTricky.find("[\n"), kTricky.find("],\n \"distributedInfo") - kTricky.find("[\n") + 1);
   const auto array_file = write_file("array.json", array);
-  require_same(parse_kineto_json(array, array_file.string()), streamed(array_file, {5, 10}));
+  test::require_same_trace(parse_kineto_json(array, array_file.string()), streamed(array_file, {5, 10}));
   const auto two_members = write_file("tricky.json.gz", gzip_member(kTricky.substr(0, 333)) + gzip_member(kTricky.substr(333)));
-  require_same(whole, streamed(two_members, {3, 50}));
+  test::require_same_trace(whole, streamed(two_members, {3, 50}));
   for (const auto& path : {plain, array_file, two_members}) std::filesystem::remove(path);
 }
 
@@ -92,7 +78,7 @@ TEST_CASE("stream ingest: every Kineto trace in ../shared gives the whole-file T
     for (const auto& path : test::traces_at(folder)) {
       CAPTURE(path.string());
       const Trace whole = load_trace(path);  // these are small: read whole
-      require_same(whole, streamed(path, {4099, 100'000}));
+      test::require_same_trace(whole, streamed(path, {4099, 100'000}));
       ++compared;
     }
   }
@@ -133,7 +119,7 @@ TEST_CASE("stream ingest: the Kineto reader's read_stream, which load_trace call
   InputStream in(path);
   const std::optional<Trace> via_reader = KinetoJsonReader().read_stream(in);
   REQUIRE(via_reader.has_value());
-  require_same(load_trace(path), *via_reader);
+  test::require_same_trace(load_trace(path), *via_reader);
   std::filesystem::remove(path);
 }
 
