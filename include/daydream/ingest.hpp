@@ -48,10 +48,10 @@ class TraceReader {
   /// The same Trace as read(), from a stream of the file's decoded bytes, so that a multi-GB
   /// trace never sits whole in memory; nullopt where the format has no streaming reader.
   virtual std::optional<Trace> read_stream(InputStream& /*in*/) const { return std::nullopt; }
-  /// Whether a gzip file too small to need streaming is streamed all the same, inflating on a
-  /// second thread while the first parses (load_trace then reads it whole where read_stream gives
-  /// nullopt, or where streaming it fails).
-  virtual bool streams_small_gzip() const { return false; }
+  /// Whether a file too small to need streaming is streamed all the same, read (and inflated) on
+  /// a second thread while the first parses (load_trace then reads it whole where read_stream
+  /// gives nullopt, or where streaming it fails).
+  virtual bool streams_small_files() const { return false; }
 };
 
 /// All readers, in the order they are tried.

@@ -184,14 +184,6 @@ std::size_t InputStream::inflate_some(char* out, std::size_t max) {
 }
 #endif
 
-bool is_gzip_file(const std::filesystem::path& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file) return false;
-  const bool gzip = probe(file, path).gzip;
-  std::fclose(file);
-  return gzip;
-}
-
 bool worth_streaming(const std::filesystem::path& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (!file) return false;  // the whole-file path names the problem

@@ -55,7 +55,4 @@ class InputStream {
 inline constexpr std::uint64_t kStreamFromBytes = std::uint64_t{256} << 20;
 bool worth_streaming(const std::filesystem::path& path);
 
-/// Whether the file opens and starts with gzip's magic number.
-bool is_gzip_file(const std::filesystem::path& path);
-
 }  // namespace daydream

@@ -46,17 +46,16 @@ const TraceReader* reader_of_head(const std::filesystem::path& path) {
 
 std::optional<Trace> stream_with(const std::filesystem::path& path, bool small) {
   const TraceReader* reader = reader_of_head(path);
-  if (!reader || (small && !reader->streams_small_gzip())) return std::nullopt;
+  if (!reader || (small && !reader->streams_small_files())) return std::nullopt;
   InputStream in(path);
   return reader->read_stream(in);
 }
 
-// A large trace, read without ever holding the file in memory, or a small gzip one its reader
-// streams; nullopt for the whole-file path (which also names what it cannot read: a small file's
-// problems are left to it).
+// A large trace, read without ever holding the file in memory, or a small one its reader streams;
+// nullopt for the whole-file path (which also names what it cannot read: a small file's problems
+// are left to it).
 std::optional<Trace> load_streaming(const std::filesystem::path& path) {
   if (worth_streaming(path)) return stream_with(path, false);
-  if (!is_gzip_file(path)) return std::nullopt;
   try {
     return stream_with(path, true);
   } catch (const Error&) {

@@ -19,7 +19,7 @@ class KinetoJsonReader final : public TraceReader {
   bool can_read(const InputFile& file) const override;
   Trace read(const InputFile& file) const override;
   std::optional<Trace> read_stream(InputStream& in) const override;
-  bool streams_small_gzip() const override { return true; }
+  bool streams_small_files() const override { return true; }
 };
 
 /// A Kineto trace read from a stream (the whole document never in memory): the same Trace as
