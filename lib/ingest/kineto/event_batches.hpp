@@ -1,11 +1,12 @@
 #pragma once
-// Cutting a Chrome-trace document held in memory into batches of whole events without parsing
-// it, so that simdjson parses one batch at a time: its index of the text (four bytes per token,
-// written and read back once) then stays a batch long and in cache, instead of spanning the whole
-// document in freshly zeroed memory. The cuts are guesses that each batch's parse proves
+// Cutting a Chrome-trace document into batches of whole events without parsing it, so that
+// simdjson parses one batch at a time: its index of the text (four bytes per token, written and
+// read back once) then stays a batch long and in cache, instead of spanning the whole document in
+// freshly zeroed memory. The cuts are guesses that each batch's parse proves
 // (KinetoParser::parse_in_batches): a batch starts where an event starts, so its parse follows the
 // document's own strings and nesting, and it parses as a closed array of events only if its cut
-// falls between two events.
+// falls between two events. The text comes through a TextWindow: a document in memory, a stream
+// read block by block, or one buffer a second thread fills while the parse reads it.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
