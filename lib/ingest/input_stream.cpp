@@ -1,4 +1,4 @@
-// InputStream: a file's decoded bytes in blocks, inflating gzip with zlib as it goes.
+// InputStream: a file's decoded bytes in blocks, inflating gzip as it goes (ISA-L, else zlib).
 #include "ingest/input_stream.hpp"
 
 #if DAYDREAM_HAVE_ISAL
@@ -43,6 +43,14 @@ FileHead probe(std::FILE* file, const std::filesystem::path& path) {
   return head;
 }
 
+// worth_streaming's rule.
+bool is_large(const FileHead& head) {
+  if (!head.gzip) return head.size >= kStreamFromBytes;
+  // The trailer holds the last member's size modulo 2^32: past 4 GiB only the compressed size
+  // tells (traces compress 10-30x; a 64 MiB gzip file inflates to far more than the threshold).
+  return head.gzip_trailer >= kStreamFromBytes || head.size >= kStreamFromBytes / 4;
+}
+
 }  // namespace
 
 #if DAYDREAM_HAVE_ISAL
@@ -51,7 +59,10 @@ FileHead probe(std::FILE* file, const std::filesystem::path& path) {
 struct InputStream::Inflater {
   inflate_state state{};
   bool in_member = false;  // input was given to a member that has not finished
-  Inflater() { start_member(); }
+  Inflater() {
+    isal_inflate_init(&state);
+    start_member();
+  }
   void start_member() {
     isal_inflate_reset(&state);
     state.crc_flag = ISAL_GZIP;  // the gzip header and trailer are read, the CRC checked
@@ -66,10 +77,10 @@ struct InputStream::Inflater {
 #else
 struct InputStream::Inflater {
   z_stream z{};
-  bool open = false;
-  ~Inflater() {
-    if (open) inflateEnd(&z);
+  Inflater() {
+    if (inflateInit2(&z, 15 + 16) != Z_OK) throw std::bad_alloc();  // 15 + 16: gzip framing
   }
+  ~Inflater() { inflateEnd(&z); }
   void give(unsigned char* data, std::size_t n) {
     z.next_in = data;
     z.avail_in = static_cast<uInt>(n);
@@ -83,18 +94,12 @@ InputStream::InputStream(const std::filesystem::path& path) : path_(path) {
   if (!file_) throw Error(path.string(), Error::kNoEvent, "", "cannot open file");
   const FileHead head = probe(file_, path);
   gzip_ = head.gzip;
+  large_ = is_large(head);
   if (!gzip_) size_hint_ = head.size;
   else if (head.size < (std::uint64_t{1} << 32) / 1032)  // deflate expands at most 1032:1
     size_hint_ = head.gzip_trailer;
   if (!gzip_) return;
   inflater_ = std::make_unique<Inflater>();
-#if DAYDREAM_HAVE_ISAL
-  isal_inflate_init(&inflater_->state);
-  inflater_->start_member();
-#else
-  if (inflateInit2(&inflater_->z, 15 + 16) != Z_OK) throw std::bad_alloc();  // 15 + 16: gzip framing
-  inflater_->open = true;
-#endif
   compressed_.resize(kCompressedBlock);
 }
 
@@ -189,10 +194,7 @@ bool worth_streaming(const std::filesystem::path& path) {
   if (!file) return false;  // the whole-file path names the problem
   const FileHead head = probe(file, path);
   std::fclose(file);
-  if (!head.gzip) return head.size >= kStreamFromBytes;
-  // The trailer holds the last member's size modulo 2^32: past 4 GiB only the compressed size
-  // tells (traces compress 10-30x; a 64 MiB gzip file inflates to far more than the threshold).
-  return head.gzip_trailer >= kStreamFromBytes || head.size >= kStreamFromBytes / 4;
+  return is_large(head);
 }
 
 }  // namespace daydream

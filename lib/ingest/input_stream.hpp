@@ -28,6 +28,8 @@ class InputStream {
   /// compressed size keeps the decoded one below 4 GiB), else 0.
   std::uint64_t size_hint() const { return size_hint_; }
   bool gzip() const { return gzip_; }
+  /// worth_streaming() of this file, from the look its opening took.
+  bool large() const { return large_; }
   const std::filesystem::path& path() const { return path_; }
 
  private:
@@ -39,6 +41,7 @@ class InputStream {
   std::filesystem::path path_;
   std::FILE* file_ = nullptr;
   bool gzip_ = false;
+  bool large_ = false;
   struct Inflater;  // the inflater's stream state
   std::unique_ptr<Inflater> inflater_;
   std::vector<unsigned char> compressed_;  // the block of the file being inflated

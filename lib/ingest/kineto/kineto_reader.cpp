@@ -769,7 +769,7 @@ std::optional<Trace> KinetoJsonReader::read_stream(InputStream& in) const {
   std::optional<Trace> trace;
   {
     std::unique_ptr<kineto::TextWindow> window;
-    if (worth_streaming(in.path())) window = std::make_unique<kineto::StreamWindow>(in, kStreamBlockBytes);
+    if (in.large()) window = std::make_unique<kineto::StreamWindow>(in, kStreamBlockBytes);
     else window = std::make_unique<kineto::FillingWindow>(in, in.size_hint(), kFillStepBytes);
     trace = KinetoParser(in.path().string()).parse_in_batches(*window, kEventBatchBytes, in.size_hint());
   }  // the window's reading thread has ended
@@ -777,7 +777,7 @@ std::optional<Trace> KinetoJsonReader::read_stream(InputStream& in) const {
     trace->bytes_read = in.decoded_bytes();
     return trace;
   }
-  if (!worth_streaming(in.path())) return std::nullopt;
+  if (!in.large()) return std::nullopt;
   InputStream again(in.path());
   return stream_kineto_json(again);
 }
