@@ -742,6 +742,8 @@ class Graph {
   /// The edges as flat arrays for the simulator; thread-safe, cached until the structure changes.
   std::shared_ptr<const EdgeTable> edge_table() const;
   void check_live(TaskId id, std::string_view what) const;
+  /// GraphAccess::freeze_edges.
+  void freeze_edges();
   /// Throws Error for an id past the last task.
   void check_task(TaskId id) const {
     if (id >= num_tasks()) [[unlikely]] refuse_task(id);

@@ -130,6 +130,7 @@ Graph build_graph(const Trace& trace, const GraphOptions& options) {
   graph.set_launch_configs(trace.launches);
   keep_operators(ctx);
   keep_collectives(ctx);
+  GraphAccess::freeze_edges(graph);  // the editable store's memory goes until a what-if changes edges
   return graph;
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/huge_pages.hpp"
 #include "daydream/error.hpp"
+#include "graph/graph_storage.hpp"
 
 namespace daydream {
 namespace {
@@ -350,6 +351,87 @@ void EdgeStore::compact_pool() {
   }
   records_ = std::move(records);
   dead_ = 0;
+}
+
+namespace {
+
+/// Per table entry i (a successor row's), where the reverse rows hold it: the counting walk of
+/// the reverse rows' construction (each target's predecessors by source, then in its sources'
+/// row order).
+std::vector<std::uint32_t> reverse_positions(const EdgeTable& table) {
+  const std::size_t n = table.first.size() - 1;
+  std::vector<std::uint32_t> next(table.in_first.begin(), table.in_first.end() - 1);
+  std::vector<std::uint32_t> position(table.target.size());
+  for (TaskId source = 0; source < n; ++source)
+    for (auto i = table.first[source]; i < table.first[source + 1]; ++i) position[i] = next[table.target[i]]++;
+  return position;
+}
+
+}  // namespace
+
+// Two edges with the same ends lie in the same order in both their rows (each is appended to
+// both; removal, compaction and moves keep order), so the table's reverse rows, by source and
+// then by the source's row, hold the edges of a target in an order these rows give.
+bool EdgeStore::predecessor_order(const EdgeTable& table, std::vector<std::uint32_t>& in_order) const {
+  const std::size_t n = num_vertices();
+  if (table.first.size() != n + 1 || table.in_first.size() != n + 1 || table.target.size() != num_edges() ||
+      table.kind.size() != num_edges() || table.in_edges.size() != num_edges())
+    return false;
+  std::vector<std::uint32_t> entry(records_.size(), kNoEdge);  // per edge id: its table entry
+  std::uint32_t at = 0;
+  for (TaskId v = 0; v < n; ++v) {
+    const bool same = each_out(v, [&](EdgeId e) {
+      const bool equal = table.target[at] == records_[e].to && table.kind[at] == pack_edge_kind(records_[e].edge) &&
+                         table.delay_ns[at] == records_[e].edge.delay_ns &&
+                         table.start_to_start[at] == (records_[e].edge.timing == Timing::start_to_start ? 1 : 0);
+      entry[e] = at++;
+      return equal;
+    });
+    if (!same || table.first[v + 1] != at) return false;
+  }
+  const std::vector<std::uint32_t> position = reverse_positions(table);
+  in_order.resize(num_edges());
+  for (TaskId w = 0; w < n; ++w) {
+    std::uint32_t slot = table.in_first[w];
+    if (table.in_first[w + 1] - slot != in_degree(w)) return false;
+    const bool same = each_in(w, [&](EdgeId e) {
+      const std::uint32_t j = position[entry[e]];
+      in_order[slot++] = j;
+      return table.in_edges[j].source == records_[e].from;
+    });
+    if (!same) return false;
+  }
+  return true;
+}
+
+void EdgeStore::thaw(const EdgeTable& table, const std::vector<std::uint32_t>& in_order) {
+  const std::size_t n = table.first.size() - 1, m = table.target.size();
+  records_.resize(m);
+  out_.rows.resize(n);
+  out_.slots.resize(m);
+  for (TaskId v = 0; v < n; ++v) {
+    const std::uint32_t begin = table.first[v], size = table.first[v + 1] - begin;
+    out_.rows[v] = {begin, size, size, size};
+    for (std::uint32_t i = begin; i < begin + size; ++i) {
+      records_[i] = {v, table.target[i], unpack_edge(table.kind[i], table.delay_ns[i], table.start_to_start[i])};
+      out_.slots[i] = i;
+    }
+  }
+  const std::vector<std::uint32_t> position = reverse_positions(table);
+  std::vector<EdgeId> mirrored(m);  // per reverse-row entry: the edge (table entry) it mirrors
+  for (std::uint32_t i = 0; i < m; ++i) mirrored[position[i]] = i;
+  in_.rows.resize(n);
+  in_.slots.resize(m);
+  for (TaskId w = 0; w < n; ++w) {
+    const std::uint32_t begin = table.in_first[w], size = table.in_first[w + 1] - begin;
+    in_.rows[w] = {begin, size, size, size};
+    for (std::uint32_t k = begin; k < begin + size; ++k) in_.slots[k] = mirrored[in_order[k]];
+  }
+  dead_ = 0;
+  out_.unused = in_.unused = 0;
+  changed_.clear();
+  changed_count_ = 0;
+  copied_ = true;
 }
 
 }  // namespace daydream

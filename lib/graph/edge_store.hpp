@@ -21,6 +21,8 @@ namespace daydream {
 using EdgeId = std::uint32_t;
 inline constexpr EdgeId kNoEdge = 0xffffffffu;
 
+struct EdgeTable;  // graph/graph_storage.hpp
+
 class EdgeStore {
  public:
   EdgeStore() = default;
@@ -78,6 +80,16 @@ class EdgeStore {
   bool changed_since_copy(TaskId v) const { return v < changed_.size() && changed_[v] != 0; }
   /// How many vertices changed_since_copy names.
   std::size_t changed_count() const { return changed_count_; }
+
+  /// For a graph at rest (FrozenEdges): per predecessor slot of `table`, a table of this store's
+  /// live edges (each task's successors in row order, its predecessors by source), the index into
+  /// table.in_edges of each task's k-th in-edge in row order. False, with `in_order` unspecified,
+  /// where the table does not hold exactly these edges.
+  bool predecessor_order(const EdgeTable& table, std::vector<std::uint32_t>& in_order) const;
+  /// Makes this store hold the edges of `table` (its successors' rows, kinds included) with each
+  /// task's in-edges in `in_order` (predecessor_order's): the store they were frozen from, up to
+  /// edge ids and room, as a copy of it (changes from here on are marked). Into this store's memory.
+  void thaw(const EdgeTable& table, const std::vector<std::uint32_t>& in_order);
 
   /// A hash of the sizes and of every edge record (ends, delay, timing): equal for stores that
   /// took the same edits; it only picks candidates for an exact comparison.

@@ -7,7 +7,7 @@ namespace daydream {
 namespace {
 
 /// Whether `edges` has exactly the table's live out-edges: per task, in row order, the same
-/// target, delay and timing (what the whole table is computed from, with the task columns), and
+/// target, delay, timing and kind (what the whole table is computed from, with the task columns), and
 /// the same units launch GPU work (`columns` holds the table's units).
 bool same_rows(const EdgeStore& edges, const TaskColumns& columns, const EdgeTable& table) {
   const std::size_t n = edges.num_vertices();
@@ -20,7 +20,8 @@ bool same_rows(const EdgeStore& edges, const TaskColumns& columns, const EdgeTab
       const Edge& edge = edges.edge(e);
       const bool equal = at < table.target.size() && table.target[at] == edges.target(e) &&
                          table.delay_ns[at] == edge.delay_ns &&
-                         table.start_to_start[at] == (edge.timing == Timing::start_to_start ? 1 : 0);
+                         table.start_to_start[at] == (edge.timing == Timing::start_to_start ? 1 : 0) &&
+                         table.kind[at] == pack_edge_kind(edge);
       launches |= edge.type == EdgeType::launch;
       ++at;
       return equal;
@@ -38,7 +39,7 @@ bool same_column(const A& cached, const B& column) {
 }
 
 std::size_t table_bytes(const EdgeTable& t) {
-  return t.first.size() * 4 + t.target.size() * 4 + t.delay_ns.size() * 8 + t.start_to_start.size() +
+  return t.first.size() * 4 + t.target.size() * 4 + t.delay_ns.size() * 8 + t.start_to_start.size() + t.kind.size() +
          t.in_first.size() * 4 + t.in_edges.size() * sizeof(InEdge) + t.topological.size() * 4 +
          t.launches.size() + t.launching_units.size();
 }

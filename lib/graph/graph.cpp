@@ -363,6 +363,7 @@ TaskId launching_call(const Graph& graph, TaskId gpu_task) {
 
 GraphStorage& Graph::structure() {
   GraphStorage& storage = storage_.unshared();
+  storage.thaw();
   storage.drop_table();  // the caller may change edges
   return storage;
 }
@@ -386,7 +387,7 @@ void add_reverse_rows(EdgeTable& table, std::size_t n) {
   std::vector<std::uint32_t> next(table.in_first.begin(), table.in_first.end() - 1);
   for (TaskId source = 0; source < n; ++source)
     for (auto i = table.first[source]; i < table.first[source + 1]; ++i)
-      table.in_edges[next[table.target[i]]++] = InEdge{table.delay_ns[i], source, table.start_to_start[i]};
+      table.in_edges[next[table.target[i]]++] = InEdge{table.delay_ns[i], source, table.start_to_start[i], table.kind[i]};
 }
 
 /// EdgeTable::unchained_units of a table whose order is set (read from the task columns: the
@@ -499,6 +500,7 @@ bool append_store_row(const EdgeStore& edges, TaskId v, EdgeTable& table) {
     table.target.push_back(edges.target(e));
     table.delay_ns.push_back(edge.delay_ns);
     table.start_to_start.push_back(edge.timing == Timing::start_to_start ? 1 : 0);
+    table.kind.push_back(pack_edge_kind(edge));
     launches |= edge.type == EdgeType::launch;
     return true;
   });
@@ -513,6 +515,7 @@ void clear_successor_columns(EdgeTable& table, std::size_t n, std::size_t edges)
   empty_with_room(table.target);
   empty_with_room(table.delay_ns);
   empty_with_room(table.start_to_start);
+  empty_with_room(table.kind);
 }
 
 /// What follows from the successor columns: in-degrees, the first unusable delay, the reverse
@@ -576,6 +579,7 @@ void patch_edge_table(const EdgeStore& edges, std::size_t n, const TaskColumns& 
     table.delay_ns.insert(table.delay_ns.end(), source.delay_ns.begin() + from, source.delay_ns.begin() + to);
     table.start_to_start.insert(table.start_to_start.end(), source.start_to_start.begin() + from,
                                 source.start_to_start.begin() + to);
+    table.kind.insert(table.kind.end(), source.kind.begin() + from, source.kind.begin() + to);
     std::copy(source.launches.begin() + v, source.launches.begin() + end, table.launches.begin() + v);
     for (TaskId u = v; u < end; ++u) table.first[u + 1] = source.first[u + 1] + shift;
     v = end;
@@ -587,7 +591,8 @@ void patch_edge_table(const EdgeStore& edges, std::size_t n, const TaskColumns& 
       gathered.clear();
       edges.each_in(w, [&](EdgeId e) {
         const Edge& edge = edges.edge(e);
-        gathered.push_back({edge.delay_ns, edges.source(e), static_cast<std::uint8_t>(edge.timing == Timing::start_to_start)});
+        gathered.push_back({edge.delay_ns, edges.source(e), static_cast<std::uint8_t>(edge.timing == Timing::start_to_start),
+                            pack_edge_kind(edge)});
         return true;
       });
       std::stable_sort(gathered.begin(), gathered.end(), [](const InEdge& a, const InEdge& b) { return a.source < b.source; });
@@ -608,7 +613,7 @@ void patch_edge_table(const EdgeStore& edges, std::size_t n, const TaskColumns& 
 
 std::shared_ptr<const EdgeTable> Graph::edge_table() const {
   std::lock_guard lock(storage_->table_mutex);
-  if (storage_->table) return storage_->table;
+  if (storage_->table) return storage_->table;  // always, for frozen edges
   const EdgeStore& edges = structure().edges;
   const std::shared_ptr<const TaskColumns> columns = task_columns();
   // A Predictor's what-ifs: the table of a structure built before (edge_table_cache.hpp).
@@ -633,8 +638,27 @@ void GraphAccess::share_edge_tables(Graph& graph) { graph.table_cache_ = std::ma
 
 std::shared_ptr<const EdgeTable> GraphAccess::edge_table_from_rows(const Graph& graph) {
   auto table = std::make_shared<EdgeTable>();
-  fill_edge_table(graph.structure().edges, graph.num_tasks(), *graph.task_columns(), *table);
+  const GraphStorage& storage = graph.structure();
+  EdgeStore thawed;
+  if (storage.frozen) thawed.thaw(*storage.frozen->table, storage.frozen->in_order);
+  fill_edge_table(storage.frozen ? thawed : storage.edges, graph.num_tasks(), *graph.task_columns(), *table);
   return table;
+}
+
+bool GraphAccess::edges_frozen(const Graph& graph) { return graph.structure().frozen != nullptr; }
+
+void GraphAccess::freeze_edges(Graph& graph) { graph.freeze_edges(); }
+
+void Graph::freeze_edges() {
+  if (storage_->frozen || storage_.shared()) return;
+  auto frozen = std::make_shared<FrozenEdges>();
+  frozen->table = edge_table();
+  GraphStorage& storage = storage_.unshared();  // its own already: the table stays
+  if (!storage.edges.predecessor_order(*frozen->table, frozen->in_order)) return;
+  storage.frozen = std::move(frozen);
+  storage.edges = EdgeStore();  // its memory goes
+  storage.spare_table.reset();
+  storage.copied_table.reset();
 }
 
 std::shared_ptr<const TaskColumns> Graph::task_columns() const {
@@ -717,7 +741,7 @@ std::uint32_t Graph::intern(std::string_view text) {
   return id;
 }
 
-std::size_t Graph::num_edges() const { return structure().edges.num_edges(); }
+std::size_t Graph::num_edges() const { return structure().num_edges(); }
 
 
 void Graph::check_duration(TaskId id, TimeNs duration_ns) const {
@@ -792,10 +816,10 @@ void Graph::set_blocking(TaskId id, bool blocking) {
 
 std::vector<Graph::Neighbor> Graph::successors(TaskId id) const {
   std::vector<Neighbor> out;
-  const EdgeStore& edges = structure().edges;
-  out.reserve(edges.out_degree(id));
-  edges.each_out(id, [&](EdgeId e) {
-    out.push_back({edges.target(e), edges.edge(e)});
+  const GraphStorage& storage = structure();
+  out.reserve(storage.out_degree(id));
+  storage.each_out(id, [&](TaskId target, const Edge& edge) {
+    out.push_back({target, edge});
     return true;
   });
   return out;
@@ -803,29 +827,23 @@ std::vector<Graph::Neighbor> Graph::successors(TaskId id) const {
 
 std::vector<Graph::Neighbor> Graph::predecessors(TaskId id) const {
   std::vector<Neighbor> out;
-  const EdgeStore& edges = structure().edges;
-  out.reserve(edges.in_degree(id));
-  edges.each_in(id, [&](EdgeId e) {
-    out.push_back({edges.source(e), edges.edge(e)});
+  const GraphStorage& storage = structure();
+  out.reserve(storage.in_degree(id));
+  storage.each_in(id, [&](TaskId source, const Edge& edge) {
+    out.push_back({source, edge});
     return true;
   });
   return out;
 }
 
-bool Graph::visit_successors(TaskId id, NeighborVisitor visit) const {
-  const EdgeStore& edges = structure().edges;
-  return edges.each_out(id, [&](EdgeId e) { return visit(edges.target(e), edges.edge(e)); });
-}
+bool Graph::visit_successors(TaskId id, NeighborVisitor visit) const { return structure().each_out(id, visit); }
 
 bool Graph::update_successors(TaskId id, EdgeUpdater visit) {
   EdgeStore& edges = structure().edges;
   return edges.each_out(id, [&](EdgeId e) { return visit(edges.target(e), edges.edge(e)); });
 }
 
-bool Graph::visit_predecessors(TaskId id, NeighborVisitor visit) const {
-  const EdgeStore& edges = structure().edges;
-  return edges.each_in(id, [&](EdgeId e) { return visit(edges.source(e), edges.edge(e)); });
-}
+bool Graph::visit_predecessors(TaskId id, NeighborVisitor visit) const { return structure().each_in(id, visit); }
 
 Edge& Graph::edge(TaskId from, TaskId to) {
   EdgeStore& edges = structure().edges;
@@ -834,16 +852,16 @@ Edge& Graph::edge(TaskId from, TaskId to) {
   return edges.edge(e);
 }
 
-std::size_t Graph::in_degree(TaskId id) const { return structure().edges.in_degree(id); }
-std::size_t Graph::out_degree(TaskId id) const { return structure().edges.out_degree(id); }
+std::size_t Graph::in_degree(TaskId id) const { return structure().in_degree(id); }
+std::size_t Graph::out_degree(TaskId id) const { return structure().out_degree(id); }
 
 std::vector<Graph::EdgeRecord> Graph::edges() const {
   std::vector<EdgeRecord> out;
   out.reserve(num_edges());
-  const EdgeStore& edges = structure().edges;
+  const GraphStorage& storage = structure();
   for (TaskId v = 0; v < num_tasks(); ++v)
-    edges.each_out(v, [&](EdgeId e) {
-      out.push_back({v, edges.target(e), edges.edge(e)});
+    storage.each_out(v, [&](TaskId target, const Edge& edge) {
+      out.push_back({v, target, edge});
       return true;
     });
   return out;
@@ -851,10 +869,10 @@ std::vector<Graph::EdgeRecord> Graph::edges() const {
 
 std::array<std::int64_t, kEdgeTypeCount> Graph::edge_counts() const {
   std::array<std::int64_t, kEdgeTypeCount> counts{};
-  const EdgeStore& edges = structure().edges;
+  const GraphStorage& storage = structure();
   for (TaskId v = 0; v < num_tasks(); ++v)
-    edges.each_out(v, [&](EdgeId e) {
-      ++counts[static_cast<std::size_t>(edges.edge(e).type)];
+    storage.each_out(v, [&](TaskId, const Edge& edge) {
+      ++counts[static_cast<std::size_t>(edge.type)];
       return true;
     });
   return counts;

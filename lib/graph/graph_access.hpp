@@ -44,6 +44,11 @@ struct GraphAccess {
   /// The simulator's table of the graph's edges built from every row, as edge_table() builds it
   /// for a graph with no table to patch or reuse (tests compare the two).
   static std::shared_ptr<const EdgeTable> edge_table_from_rows(const Graph& graph);
+  /// Lets the graph keep its edges at rest in the simulator's table (FrozenEdges, about 5 bytes an
+  /// edge) instead of the editable store, until the structure next changes: the end of a build.
+  /// Where copies share the structure, nothing changes.
+  static void freeze_edges(Graph& graph);
+  static bool edges_frozen(const Graph& graph);
   /// How many edge tables were patched from a source's so far (process-wide, for tests).
   static std::uint64_t edge_table_patches();
   /// The tasks by unit and recorded start (Graph::recorded_order, for tasks_by_unit).

@@ -19,12 +19,24 @@ namespace daydream {
 /// an event past the clock's range stops the simulation with an Error instead of wrapping around.
 inline constexpr TimeNs kMaxDelayNs = kMaxTraceTimeNs / 2;
 
-/// An edge as its target sees it (EdgeTable's reverse rows).
+/// An edge's type and inferred flag in one byte (EdgeTable::kind, InEdge::kind).
+constexpr std::uint8_t pack_edge_kind(const Edge& edge) {
+  return static_cast<std::uint8_t>(static_cast<std::uint8_t>(edge.type) | (edge.inferred ? 0x8 : 0));
+}
+/// The edge of a table entry: its packed kind, delay and timing.
+constexpr Edge unpack_edge(std::uint8_t kind, TimeNs delay_ns, std::uint8_t start_to_start) {
+  return Edge(static_cast<EdgeType>(kind & 0x7), start_to_start != 0 ? Timing::start_to_start : Timing::finish_to_start,
+              delay_ns, (kind & 0x8) != 0);
+}
+
+/// An edge as its target sees it (EdgeTable's reverse rows). 16 bytes: the kind fills padding.
 struct InEdge {
   TimeNs delay_ns;
   TaskId source;
   std::uint8_t start_to_start;
+  std::uint8_t kind;  ///< pack_edge_kind: not read by the simulator, but what a graph at rest reads (FrozenEdges)
 };
+static_assert(sizeof(InEdge) == 16, "the kind lies in what was padding");
 
 /// The edges in compressed sparse-row form, for the simulator, which sweeps them many times: the
 /// successors of task t are entries [first[t], first[t + 1]), its predecessors in_edges
@@ -35,6 +47,7 @@ struct EdgeTable {
   std::vector<TaskId> target;
   std::vector<TimeNs> delay_ns;
   std::vector<std::uint8_t> start_to_start;
+  std::vector<std::uint8_t> kind;          ///< pack_edge_kind of each edge (for FrozenEdges; the simulator skips it)
   std::vector<std::uint32_t> in_first;     ///< size num_tasks + 1: task t has in_first[t + 1] - in_first[t] predecessors
   std::vector<InEdge> in_edges;
   /// Every task in a topological order (Kahn's, ties by id); shorter than num_tasks when the
@@ -178,8 +191,44 @@ struct TopologicalRanks {
   bool valid = false;
 };
 
+/// A graph's edges at rest (Graph::freeze_edges, the end of build_graph): its simulator table,
+/// which holds every edge (successor rows in the store's order, with their kinds), and each
+/// task's predecessors in the store's order (the table's are by source): 4 bytes an edge on top
+/// of the table every simulation needs, where the editable store took 60-90 bytes a task. The
+/// first change of the structure thaws it into an EdgeStore again.
+struct FrozenEdges {
+  std::shared_ptr<const EdgeTable> table;
+  /// Per predecessor slot (EdgeTable::in_first): the index into table->in_edges of the task's
+  /// k-th in-edge in the store's order (EdgeStore::predecessor_order).
+  std::vector<std::uint32_t> in_order;
+
+  std::size_t num_edges() const { return table->target.size(); }
+  std::size_t out_degree(TaskId v) const { return table->first[v + 1] - table->first[v]; }
+  std::size_t in_degree(TaskId v) const { return table->in_first[v + 1] - table->in_first[v]; }
+  /// EdgeStore::each_out and each_in, calling f(neighbor, edge).
+  template <class F>
+  bool each_out(TaskId v, F& f) const {
+    const EdgeTable& t = *table;
+    for (auto i = t.first[v]; i < t.first[v + 1]; ++i)
+      if (!f(t.target[i], unpack_edge(t.kind[i], t.delay_ns[i], t.start_to_start[i]))) return false;
+    return true;
+  }
+  template <class F>
+  bool each_in(TaskId v, F& f) const {
+    const EdgeTable& t = *table;
+    for (auto k = t.in_first[v]; k < t.in_first[v + 1]; ++k) {
+      const InEdge& in = t.in_edges[in_order[k]];
+      if (!f(in.source, unpack_edge(in.kind, in.delay_ns, in.start_to_start))) return false;
+    }
+    return true;
+  }
+};
+
 struct GraphStorage {
+  /// The editable edges; empty while `frozen` holds them.
   EdgeStore edges;
+  /// The edges at rest, or null: then `edges` holds them.
+  std::shared_ptr<const FrozenEdges> frozen;
   TopologicalRanks ranks;
   /// Cache of Graph::edge_table(); dropped whenever the structure is handed out for changes.
   mutable std::mutex table_mutex;
@@ -191,15 +240,44 @@ struct GraphStorage {
   std::shared_ptr<const EdgeTable> copied_table;
 
   GraphStorage() = default;
-  GraphStorage(const GraphStorage& other) : edges(other.edges), ranks(other.ranks), copied_table(other.current_table()) {}
+  GraphStorage(const GraphStorage& other)
+      : edges(other.edges), frozen(other.frozen), ranks(other.ranks), copied_table(other.current_table()) {
+    if (frozen) table = frozen->table;
+  }
   /// Copies the structure into this one's memory (CowPtr::unshared); its table goes.
   GraphStorage& operator=(const GraphStorage& other) {
     if (this == &other) return *this;
     edges = other.edges;
+    frozen = other.frozen;
     ranks = other.ranks;
     drop_table();
     copied_table = other.current_table();
+    if (frozen) table = frozen->table;
     return *this;
+  }
+
+  /// The edges, read where they are (frozen or in the store): f(neighbor, edge) for each
+  /// successor (predecessor) of v in order until f returns false; false when f stopped the walk.
+  template <class F>
+  bool each_out(TaskId v, F&& f) const {
+    if (frozen) return frozen->each_out(v, f);
+    return edges.each_out(v, [&](EdgeId e) { return f(edges.target(e), edges.edge(e)); });
+  }
+  template <class F>
+  bool each_in(TaskId v, F&& f) const {
+    if (frozen) return frozen->each_in(v, f);
+    return edges.each_in(v, [&](EdgeId e) { return f(edges.source(e), edges.edge(e)); });
+  }
+  std::size_t num_edges() const { return frozen ? frozen->num_edges() : edges.num_edges(); }
+  std::size_t out_degree(TaskId v) const { return frozen ? frozen->out_degree(v) : edges.out_degree(v); }
+  std::size_t in_degree(TaskId v) const { return frozen ? frozen->in_degree(v) : edges.in_degree(v); }
+  /// Brings frozen edges back into the store, for a change: as a copy of the structure they were
+  /// frozen from, whose table the next edge_table() patches.
+  void thaw() {
+    if (!frozen) return;
+    edges.thaw(*frozen->table, frozen->in_order);
+    copied_table = frozen->table;
+    frozen.reset();
   }
   /// The table, or null (another thread may be building it).
   std::shared_ptr<const EdgeTable> current_table() const {

@@ -1,0 +1,189 @@
+// A graph at rest keeps its edges in the simulator's table (FrozenEdges, graph/graph_storage.hpp)
+// instead of the editable store, and thaws them at the first change of its structure. Frozen or
+// thawed, it must read and edit exactly as a twin that never froze: every row in order (the
+// order decides simulation ties), every edge's kind, timing, delay and flag, and what edits and
+// simulations make of it.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "daydream/simulate.hpp"
+#include "daydream/transform.hpp"
+#include "graph/graph_access.hpp"
+#include "graph/graph_storage.hpp"
+#include "unit/graph_helpers.hpp"
+
+using namespace daydream;
+
+namespace {
+
+using Row = std::vector<std::tuple<TaskId, EdgeType, Timing, TimeNs, bool>>;
+
+Row row_of(const Graph& g, TaskId v, bool out) {
+  Row row;
+  const auto take = [&](TaskId neighbor, const Edge& e) {
+    row.emplace_back(neighbor, e.type, e.timing, e.delay_ns, e.inferred);
+    return true;
+  };
+  out ? g.visit_successors(v, take) : g.visit_predecessors(v, take);
+  return row;
+}
+
+/// Both graphs hold the same edges in the same orders, read every way.
+void require_same_edges(const Graph& a, const Graph& b) {
+  REQUIRE(a.num_tasks() == b.num_tasks());
+  REQUIRE(a.num_edges() == b.num_edges());
+  for (TaskId v = 0; v < a.num_tasks(); ++v) {
+    INFO("task " << v);
+    REQUIRE(row_of(a, v, true) == row_of(b, v, true));
+    REQUIRE(row_of(a, v, false) == row_of(b, v, false));
+    REQUIRE(a.in_degree(v) == b.in_degree(v));
+    REQUIRE(a.out_degree(v) == b.out_degree(v));
+    REQUIRE(a.predecessors(v).size() == a.in_degree(v));
+    REQUIRE(a.successors(v).size() == a.out_degree(v));
+  }
+  REQUIRE(a.edge_counts() == b.edge_counts());
+  REQUIRE(a.fingerprint() == b.fingerprint());
+}
+
+/// A random DAG (chains per unit, launches across) with edges of every kind added in no
+/// particular order, parallel edges and removed tasks (bridged): the same graph for equal seeds.
+Graph random_graph(unsigned seed) {
+  std::mt19937 rng(seed);
+  Graph g = test::random_chained_graph(rng, 4, 80);
+  const auto n = static_cast<int>(g.num_tasks());
+  auto pick = [&](int max) { return std::uniform_int_distribution<int>(0, max)(rng); };
+  for (int e = 0; e < 60; ++e) {
+    int a = pick(n - 1), b = pick(n - 1);
+    if (a == b) continue;
+    if (a > b) std::swap(a, b);  // lower id first: no cycle
+    const Edge edge(static_cast<EdgeType>(pick(static_cast<int>(kEdgeTypeCount) - 1)),
+                    pick(1) ? Timing::start_to_start : Timing::finish_to_start, pick(50), pick(1) == 1);
+    g.add_edge(static_cast<TaskId>(a), static_cast<TaskId>(b), edge);
+    if (pick(4) == 0) g.add_edge(static_cast<TaskId>(a), static_cast<TaskId>(b), edge);  // parallel
+  }
+  for (int k = 0; k < 5; ++k)
+    if (const auto t = static_cast<TaskId>(pick(n - 1)); !g.removed(t)) g.remove(t);
+  return g;
+}
+
+/// The same random edit for equal seeds: durations, removals, new edges, a cut edge and new tasks.
+void random_edit(Graph& g, unsigned seed) {
+  std::mt19937 rng(seed);
+  const auto n = static_cast<int>(g.num_tasks());
+  auto pick = [&](int max) { return std::uniform_int_distribution<int>(0, max)(rng); };
+  g.select(TaskFilter().kind(TaskKind::kernel)).scale(0.5);
+  for (int k = 0; k < 3; ++k)
+    if (const auto t = static_cast<TaskId>(pick(n - 1)); !g.removed(t)) g.remove(t);
+  for (int k = 0; k < 3; ++k) {
+    const auto a = static_cast<TaskId>(pick(n - 1)), b = static_cast<TaskId>(pick(n - 1));
+    if (a < b && !g.removed(a) && !g.removed(b)) g.connect(a, b, {EdgeType::sync, Timing::finish_to_start, 7, true});
+  }
+  for (TaskId v = 0; v < g.num_tasks(); ++v)
+    if (const auto out = g.successors(v); !out.empty() && pick(5) == 0) {
+      g.disconnect(v, out.front().task);
+      break;
+    }
+  const auto at = static_cast<TaskId>(pick(n - 1));
+  if (!g.removed(at)) {
+    NewTask task = NewTask::of("new", TaskKind::kernel, 5);
+    task.unit = g.task(at).unit;
+    task.after = {at};
+    g.insert(task);
+  }
+}
+
+void require_same_table(const EdgeTable& a, const EdgeTable& b) {
+  REQUIRE(a.first == b.first);
+  REQUIRE(a.target == b.target);
+  REQUIRE(a.delay_ns == b.delay_ns);
+  REQUIRE(a.start_to_start == b.start_to_start);
+  REQUIRE(a.kind == b.kind);
+  REQUIRE(a.in_first == b.in_first);
+  REQUIRE(a.in_edges.size() == b.in_edges.size());
+  for (std::size_t i = 0; i < a.in_edges.size(); ++i) {
+    REQUIRE(a.in_edges[i].source == b.in_edges[i].source);
+    REQUIRE(a.in_edges[i].delay_ns == b.in_edges[i].delay_ns);
+    REQUIRE(a.in_edges[i].start_to_start == b.in_edges[i].start_to_start);
+    REQUIRE(a.in_edges[i].kind == b.in_edges[i].kind);
+  }
+  REQUIRE(a.topological == b.topological);
+}
+
+}  // namespace
+
+TEST_CASE("frozen edges read, edit and simulate as the editable store's", "[graph][frozen]") {
+  for (unsigned round = 0; round < 60; ++round) {
+    INFO("round " << round);
+    Graph frozen = random_graph(round);
+    const Graph twin = random_graph(round);
+    GraphAccess::freeze_edges(frozen);
+    REQUIRE(GraphAccess::edges_frozen(frozen));
+    REQUIRE_FALSE(GraphAccess::edges_frozen(twin));
+    require_same_edges(frozen, twin);
+    test::check_same_schedule(simulate(frozen), simulate(twin));
+
+    // Copies share the frozen edges; an edit thaws the copy's alone.
+    for (unsigned edit = 0; edit < 3; ++edit) {
+      INFO("edit " << edit);
+      Graph a = frozen, b = twin;
+      random_edit(a, 1000 * round + edit);
+      random_edit(b, 1000 * round + edit);
+      REQUIRE_FALSE(GraphAccess::edges_frozen(a));
+      require_same_edges(a, b);
+      // The edited copy's table is patched from the frozen one, and is the table of its rows.
+      require_same_table(*GraphAccess::edge_table(a), *GraphAccess::edge_table_from_rows(a));
+      test::check_same_schedule(simulate(a), simulate(b));
+    }
+    REQUIRE(GraphAccess::edges_frozen(frozen));
+    require_same_edges(frozen, twin);
+    require_same_table(*GraphAccess::edge_table(frozen), *GraphAccess::edge_table_from_rows(frozen));
+
+    // The frozen graph itself thaws at its own first change (here a new task), and freezes again.
+    Task task;
+    task.duration_ns = 3;
+    Graph own = random_graph(round), own_twin = random_graph(round);
+    GraphAccess::freeze_edges(own);
+    for (Graph* g : {&own, &own_twin}) {
+      TaskId live = 0;
+      while (g->removed(live)) ++live;
+      const TaskId id = g->add_task(task);
+      g->add_edge(live, id, {EdgeType::cpu_sequential, Timing::finish_to_start, 1, false});
+    }
+    REQUIRE_FALSE(GraphAccess::edges_frozen(own));
+    require_same_edges(own, own_twin);
+    GraphAccess::freeze_edges(own);
+    REQUIRE(GraphAccess::edges_frozen(own));
+    require_same_edges(own, own_twin);
+  }
+}
+
+TEST_CASE("freezing a graph whose structure copies share changes nothing", "[graph][frozen]") {
+  std::mt19937 rng(3);
+  Graph g = test::random_chained_graph(rng, 2, 20);
+  const Graph copy = g;
+  GraphAccess::freeze_edges(g);
+  CHECK_FALSE(GraphAccess::edges_frozen(g));
+  CHECK_FALSE(GraphAccess::edges_frozen(copy));
+  require_same_edges(g, copy);
+}
+
+TEST_CASE("a built graph keeps its edges frozen", "[graph][frozen]") {
+  const Graph g = test::graph_of(R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 4, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 8, "dur": 20, "args": {"correlation": 1, "stream": 7, "device": 0}},
+    {"ph": "X", "cat": "cpu_op", "name": "op2", "pid": 1, "tid": 1, "ts": 12, "dur": 5}
+  ]})");
+  CHECK(GraphAccess::edges_frozen(g));
+  CHECK(g.num_edges() >= 3);
+  const TaskId kernel = test::task_named(g, "k");
+  const auto in = g.predecessors(kernel);
+  REQUIRE(in.size() == 1);
+  CHECK(in[0].edge.type == EdgeType::launch);
+  CHECK(in[0].edge.timing == Timing::start_to_start);
+  CHECK(g.name(in[0].task) == "cudaLaunchKernel");
+}
