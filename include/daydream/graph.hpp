@@ -104,8 +104,8 @@ enum class Phase : std::uint8_t { unknown, forward, backward, update, data_loadi
 inline constexpr std::size_t kPhaseCount = 5;
 std::string_view to_string(Phase phase);
 
-/// Fields are grouped by size so that the record packs into 104 bytes (every what-if copies one
-/// per task).
+/// Fields are grouped by size so that the record packs into 96 bytes (a graph holds one per task,
+/// and a what-if copies the pages of them it changes).
 struct Task {
   TaskKind kind = TaskKind::cpu;
   Phase phase = Phase::unknown;
@@ -119,9 +119,11 @@ struct Task {
   TimeNs release_ns = 0;
   TimeNs recorded_start_ns = 0;      ///< start in the trace, relative to the origin (reference only)
   std::int64_t correlation = kNone;  ///< CUDA correlation id (API calls and GPU tasks)
-  std::int64_t source_event = kNone; ///< file index of the trace event this task came from
+  /// File index of the trace event this task came from (TraceEvent::source_index; a trace holds
+  /// at most kMaxTraceEvents), or kNone.
+  std::int32_t source_event = kNone;
   /// Innermost operator around the task (CPU) or around its launch call (GPU), as a file index.
-  std::int64_t op_event = kNone;
+  std::int32_t op_event = kNone;
   std::uint32_t op_name = 0;         ///< name of that operator (index into strings), 0 = none
   std::uint32_t layer = 0;           ///< layer name (index into strings), 0 = none
   std::int64_t bytes = kNone;        ///< memcpy/memset size
@@ -141,7 +143,7 @@ struct Task {
   /// that call's thread reached it first. kNoTask when the trace shows no such wait.
   TaskId lock_held_by = kNoTask;
 };
-static_assert(sizeof(Task) <= 104, "Task packs into 104 bytes (the fields grouped by size)");
+static_assert(sizeof(Task) <= 96, "Task packs into 96 bytes (the fields grouped by size)");
 
 /// How an iteration's measured (and simulated) time is taken. One definition serves every
 /// output (replay, predict, sweep, validate, bottleneck, Python): the iteration's window on the
@@ -464,7 +466,7 @@ class TaskRecordsView {
 class TaskRecords {
  public:
   static constexpr unsigned kPageBits = 11;
-  static constexpr std::size_t kPageRecords = std::size_t{1} << kPageBits;  ///< 2,048 records, 208 KiB
+  static constexpr std::size_t kPageRecords = std::size_t{1} << kPageBits;  ///< 2,048 records, 192 KiB
   static constexpr std::size_t kPageMask = kPageRecords - 1;
 
   TaskRecords() = default;

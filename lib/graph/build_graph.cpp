@@ -4,7 +4,10 @@
 #include <optional>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "common/nearly_sorted.hpp"
+#include "daydream/error.hpp"
 #include "graph/build_context.hpp"
 #include "graph/graph_access.hpp"
 
@@ -39,8 +42,14 @@ void set_releases(BuildContext& ctx) {
 
 void index_events(BuildContext& ctx) {
   const auto& events = ctx.trace.events;
+  if (events.size() > static_cast<std::size_t>(kMaxTraceEvents))
+    throw Error(ctx.trace.path, Error::kNoEvent, "",
+                fmt::format("{} events: a trace holds at most {}", events.size(), kMaxTraceEvents));
   for (std::uint32_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
+    if (e.source_index > kMaxTraceEvents) [[unlikely]]  // tasks name their events by 32-bit indices
+      throw Error(ctx.trace.path, e.source_index, "source_index",
+                  fmt::format("past the {} events a trace may hold", kMaxTraceEvents));
     if (e.correlation == kNone) continue;
     if (is_gpu_activity(e.kind)) ctx.gpu_by_correlation.emplace_back(e.correlation, i);
     else if (e.kind == EventKind::cuda_sync) ctx.sync_by_correlation.emplace_back(e.correlation, i);

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "daydream/ingest.hpp"
 #include "daydream/simulate.hpp"
 #include "daydream/transform.hpp"
 #include "graph/graph_access.hpp"
@@ -186,4 +187,16 @@ TEST_CASE("a built graph keeps its edges frozen", "[graph][frozen]") {
   CHECK(in[0].edge.type == EdgeType::launch);
   CHECK(in[0].edge.timing == Timing::start_to_start);
   CHECK(g.name(in[0].task) == "cudaLaunchKernel");
+}
+
+TEST_CASE("a task names its trace event by a 32-bit index: a larger one is refused", "[graph][frozen]") {
+  Trace trace = parse_kineto_json(R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 0, "dur": 10}
+  ]})", "big.json");
+  REQUIRE(build_graph(trace).task(0).source_event == 0);
+  trace.events[0].source_index = static_cast<std::uint32_t>(kMaxTraceEvents);
+  CHECK(build_graph(trace).task(0).source_event == kMaxTraceEvents);
+  trace.events[0].source_index = static_cast<std::uint32_t>(kMaxTraceEvents) + 1;
+  CHECK_THROWS_WITH(build_graph(trace), Catch::Contains("big.json") && Catch::Contains("source_index") &&
+                                            Catch::Contains("2147483647"));
 }

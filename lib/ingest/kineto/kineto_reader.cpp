@@ -383,6 +383,8 @@ class KinetoParser {
       field_ = {};
       od::object object;
       if (element.get_object().get(object) != simdjson::SUCCESS) fail("", "event is not a JSON object");
+      if (event_index_ >= kMaxTraceEvents) [[unlikely]]
+        fail("", fmt::format("the file holds more than {} events, the most daydream accepts", kMaxTraceEvents));
       RawEvent raw;
       operands_.clear();
       parse_event(object, raw);

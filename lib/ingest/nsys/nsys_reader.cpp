@@ -203,6 +203,9 @@ class NsysParser {
     Statement stmt(db_, sql, t.name);
     table_ = t.name;
     while (stmt.step()) {
+      if (index_ >= kMaxTraceEvents) [[unlikely]]
+        throw Error(trace_.path, index_, "",
+                    fmt::format("the file holds more than {} rows, the most daydream accepts", kMaxTraceEvents));
       const Row row(stmt, t, columns, trace_.path, index_);
       visit(row);
       ++index_;
