@@ -16,6 +16,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -130,20 +131,29 @@ struct Task {
   /// A kernel's launch configuration: index into Graph::launch_configs(), or -1 (not recorded,
   /// not a kernel, or inserted by a transformation).
   std::int32_t launch = -1;
-  /// GPU occupancy (docs/simulator.md): SM work that the trace shows held back by a kernel of
-  /// another stream that filled the GPU: that kernel, and the share of its duration after which
-  /// it let this task in (its last wave leaving room). The simulator makes the task wait for
-  /// that share of the kernel's simulated duration when the kernel started first. kNoTask when
-  /// the trace shows no such hold.
+};
+static_assert(sizeof(Task) <= 80, "Task packs into 80 bytes (the fields grouped by size)");
+
+/// What the trace shows holding a task back besides its edges (docs/simulator.md). Few tasks of a
+/// trace have one and most traces none, so the graph keeps them beside the task records
+/// (Graph::holds), not in them.
+struct TaskHolds {
+  /// GPU occupancy: SM work that the trace shows held back by a kernel of another stream that
+  /// filled the GPU: that kernel, and the share of its duration after which it let this task in
+  /// (its last wave leaving room). The simulator makes the task wait for that share of the
+  /// kernel's simulated duration when the kernel started first. kNoTask when the trace shows no
+  /// such hold.
   TaskId sm_held_by = kNoTask;
   double sm_let_in = 0.0;
-  /// The CUDA driver lock (docs/simulator.md): a CUDA call that the trace shows blocked while
-  /// another thread's call held the driver (`driver_lock_waits`): that call. A lock is mutual
-  /// exclusion, not an order: the simulator makes this call wait for that call's end only when
-  /// that call's thread reached it first. kNoTask when the trace shows no such wait.
+  /// The CUDA driver lock: a CUDA call that the trace shows blocked while another thread's call
+  /// held the driver (`driver_lock_waits`): that call. A lock is mutual exclusion, not an order:
+  /// the simulator makes this call wait for that call's end only when that call's thread reached
+  /// it first. kNoTask when the trace shows no such wait.
   TaskId lock_held_by = kNoTask;
+
+  bool any() const { return sm_held_by != kNoTask || lock_held_by != kNoTask; }
+  bool operator==(const TaskHolds&) const = default;
 };
-static_assert(sizeof(Task) <= 96, "Task packs into 96 bytes (the fields grouped by size)");
 
 /// How an iteration's measured (and simulated) time is taken. One definition serves every
 /// output (replay, predict, sweep, validate, bottleneck, Python): the iteration's window on the
@@ -623,6 +633,10 @@ class Graph {
   const std::vector<Unit>& units() const { return units_; }
   Unit& unit(UnitId id) { return units_.at(id); }
   std::string_view name(TaskId id) const { return strings_[task(id).name]; }
+  /// Task `id`'s holds (none for most tasks). The reference lasts until the graph next changes.
+  const TaskHolds& holds(TaskId id) const;
+  /// The tasks with holds, by id (shared by copies).
+  const std::map<TaskId, TaskHolds>& held_tasks() const;
   std::string_view string(std::uint32_t index) const { return strings_[index]; }
 
   struct Neighbor {
@@ -794,6 +808,8 @@ class Graph {
   struct Operators;  // the records and their shapes, shared by copies
   std::shared_ptr<const Operators> operators_;
   std::shared_ptr<const JobLayout> job_;
+  /// Null where no task has holds; shared by copies, copied by the first change while shared.
+  std::shared_ptr<std::map<TaskId, TaskHolds>> holds_;
   std::shared_ptr<EdgeTableCache> table_cache_;  ///< null unless GraphAccess::share_edge_tables
   Calibration calibration_;
   ImportReport report_;

@@ -107,7 +107,7 @@ struct SimulationResult {
   /// GPU (their binding is that kernel), and the total of those waits.
   std::int64_t occupancy_holds = 0;
   TimeNs occupancy_hold_ns = 0;
-  /// The driver lock: calls that waited for another thread's call holding it (Task::lock_held_by;
+  /// The driver lock: calls that waited for another thread's call holding it (TaskHolds::lock_held_by;
   /// their binding is that call), and the total of those waits.
   std::int64_t lock_waits = 0;
   TimeNs lock_wait_ns = 0;

@@ -70,9 +70,10 @@ void hash_tasks(Fnv1a& h, const Graph& graph) {
     h.text(graph.string(task.op_name));  // scenarios select by operator
     h.integer(task.blocking);
     h.integer(task.bytes);
-    h.integer(task.sm_held_by);
-    h.integer(task.lock_held_by);
-    h.integer(std::bit_cast<std::uint64_t>(task.sm_let_in));
+    const TaskHolds& holds = graph.holds(id);
+    h.integer(holds.sm_held_by);
+    h.integer(holds.lock_held_by);
+    h.integer(std::bit_cast<std::uint64_t>(holds.sm_let_in));
     h.integer(task.launch);  // the gpu scenario's wave quantization reads it
   }
 }

@@ -254,7 +254,7 @@ class StreamBuilder {
   /// Whether SM work that started later than its launch call and its stream allowed was held
   /// back by another stream's kernel running across that time (DeviceTimelines::holder). Where
   /// the trace records launch configurations, the occupancy model explains it (counted, with the
-  /// held time, and the pair noted for Task::sm_held_by); where it does not, a hold longer than
+  /// held time, and the pair noted for TaskHolds::sm_held_by); where it does not, a hold longer than
   /// `thread_idle_ns` is kept as recorded.
   Hold classify_hold(TaskId id, std::uint32_t position, TaskId launcher, TimeNs launch_ready) {
     const TraceEvent& e = ctx_.event(position);
@@ -295,7 +295,7 @@ class StreamBuilder {
   TaskId previous_ = kNoTask;
 };
 
-/// Each held task's holder and let-in share (Task::sm_held_by, sm_let_in), once every stream's
+/// Each held task's holder and let-in share (TaskHolds::sm_held_by, sm_let_in), once every stream's
 /// tasks exist; and the check of the last-wave model in Calibration: per filling kernel that
 /// held work, how many of its block times before its end it let the first of it in (median).
 void link_holds(BuildContext& ctx, const StreamBuilder::Holds& holds, const DeviceTimelines& timelines) {
@@ -306,8 +306,10 @@ void link_holds(BuildContext& ctx, const StreamBuilder::Holds& holds, const Devi
     if (holder == kNoTask || big.duration_ns <= 0) continue;
     const TimeNs start = ctx.graph.task(held).recorded_start_ns + ctx.origin;
     const double share = std::clamp(static_cast<double>(start - big.start_ns) / static_cast<double>(big.duration_ns), 0.0, 1.0);
-    GraphAccess::task(ctx.graph, held).sm_held_by = holder;
-    GraphAccess::task(ctx.graph, held).sm_let_in = share;
+    TaskHolds held_back = ctx.graph.holds(held);
+    held_back.sm_held_by = holder;
+    held_back.sm_let_in = share;
+    GraphAccess::set_holds(ctx.graph, held, held_back);
     const auto [it, inserted] = first_let_in.try_emplace(position, share);
     if (!inserted) it->second = std::min(it->second, share);
   }

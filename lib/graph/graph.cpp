@@ -288,6 +288,29 @@ void Graph::set_ranges(std::vector<CpuRange> ranges) {
   ranges_ = std::make_shared<const std::vector<CpuRange>>(std::move(ranges));
 }
 
+const TaskHolds& Graph::holds(TaskId id) const {
+  static const TaskHolds none;
+  check_task(id);
+  if (!holds_) return none;
+  const auto it = holds_->find(id);
+  return it == holds_->end() ? none : it->second;
+}
+
+const std::map<TaskId, TaskHolds>& Graph::held_tasks() const {
+  static const std::map<TaskId, TaskHolds> none;
+  return holds_ ? *holds_ : none;
+}
+
+void GraphAccess::set_holds(Graph& graph, TaskId id, const TaskHolds& holds) {
+  graph.check_task(id);
+  auto& table = graph.holds_;
+  if (!table) table = std::make_shared<std::map<TaskId, TaskHolds>>();
+  else if (table.use_count() > 1) table = std::make_shared<std::map<TaskId, TaskHolds>>(*table);
+  if (holds.any()) (*table)[id] = holds;
+  else table->erase(id);
+  if (table->empty()) table.reset();
+}
+
 const std::vector<CollectiveRecord>& Graph::collectives() const {
   static const std::vector<CollectiveRecord> none;
   return collectives_ ? *collectives_ : none;

@@ -18,6 +18,8 @@ struct GraphAccess {
     graph.record_for_change(id).iteration = iteration;
     graph.report_columns_.slot().reset();
   }
+  /// Sets task `id`'s holds (TaskHolds; all kNoTask: none).
+  static void set_holds(Graph& graph, TaskId id, const TaskHolds& holds);
   /// graph.set_duration(ids[i], durations[i]) for every i, checked first (a TaskSet's bulk changes).
   static void set_durations(Graph& graph, const std::vector<TaskId>& ids, const std::vector<TimeNs>& durations) {
     graph.set_durations(ids, durations);

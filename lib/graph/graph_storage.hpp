@@ -98,8 +98,6 @@ struct TaskColumns {
   RoomyVector<UnitId> unit;
   RoomyVector<std::uint8_t> removed;
   RoomyVector<TaskKind> kind;  ///< not read by the simulator: lets Graph::select skip whole kinds
-  std::size_t held_by_occupancy = 0;  ///< live tasks with a Task::sm_held_by
-  std::size_t held_by_lock = 0;       ///< live tasks with a Task::lock_held_by
   std::size_t unusable = 0;           ///< tasks, removed ones too, whose times are not usable_times()
 
   void append(const Task& task) {
@@ -131,14 +129,8 @@ struct TaskColumns {
     }
   }
 
-  /// The counts a task's record adds to (unusable times; holds, where it is live).
-  void count(const Task& task) {
-    unusable += !usable_times(task.duration_ns, task.release_ns);
-    if (!task.removed) {
-      held_by_occupancy += task.sm_held_by != kNoTask;
-      held_by_lock += task.lock_held_by != kNoTask;
-    }
-  }
+  /// The count a task's record adds to (unusable times).
+  void count(const Task& task) { unusable += !usable_times(task.duration_ns, task.release_ns); }
 
   void set_times(TaskId id, TimeNs duration, TimeNs release) {
     unusable -= !usable_times(duration_ns[id], release_ns[id]);

@@ -12,7 +12,7 @@
 // a call lasts far longer than the trace's usual launch and returns right after some GPU task
 // ends, which freed a slot. It gets an inferred sync edge from that task. A long call that
 // returns right after another thread's long call of the same process waited for the driver that
-// call held (driver_lock_waits): it is marked as held by that call instead (Task::lock_held_by),
+// call held (driver_lock_waits): it is marked as held by that call instead (TaskHolds::lock_held_by),
 // a mutual exclusion the simulator applies, not an edge.
 #include <algorithm>
 #include <limits>
@@ -136,11 +136,13 @@ class SyncBuilder {
   }
 
   // A lock is not an order: the call waits for the holder in the simulation only when the
-  // holder's thread reached its call first (Task::lock_held_by), so no edge.
+  // holder's thread reached its call first (TaskHolds::lock_held_by), so no edge.
   void wait_for_lock(TaskId t, TaskId holder) {
     const TaskTimes& call = ctx_.times[t];
+    TaskHolds holds = ctx_.graph.holds(t);
+    holds.lock_held_by = holder;
+    GraphAccess::set_holds(ctx_.graph, t, holds);
     Task& task = GraphAccess::task(ctx_.graph, t);
-    task.lock_held_by = holder;
     task.blocking = true;
     task.duration_ns = std::max<TimeNs>(0, call.end - std::max(call.start, ctx_.times[holder].end));
     ctx_.count(stats::driver_lock_waits, task.source_event);

@@ -186,10 +186,10 @@ class Merger {
     task_map_.assign(g.num_tasks(), kNoTask);
     arrival_map_.assign(g.num_tasks(), kNoTask);
     for (TaskId t = 0; t < g.num_tasks(); ++t) copy_task(g, r, t, iteration_base);
-    for (TaskId t = 0; t < g.num_tasks(); ++t) {  // holders may come after the tasks they held
-      Task& task = GraphAccess::task(out_, task_map_[t]);
-      if (task.sm_held_by != kNoTask) task.sm_held_by = task_map_[task.sm_held_by];
-      if (task.lock_held_by != kNoTask) task.lock_held_by = task_map_[task.lock_held_by];
+    for (auto [t, holds] : g.held_tasks()) {  // holders may come after the tasks they held
+      if (holds.sm_held_by != kNoTask) holds.sm_held_by = task_map_[holds.sm_held_by];
+      if (holds.lock_held_by != kNoTask) holds.lock_held_by = task_map_[holds.lock_held_by];
+      GraphAccess::set_holds(out_, task_map_[t], holds);
     }
     for (const auto& e : g.edges()) {
       const TaskId to = arrival_map_[e.to] != kNoTask ? arrival_map_[e.to] : task_map_[e.to];

@@ -75,9 +75,11 @@ std::unordered_map<TaskId, TaskId> add_replica(Graph& job, const RankParts& part
     return found == task_map.end() ? t : found->second;  // a barrier stays shared
   };
   for (const auto& [from, to] : task_map) {
-    Task& task = GraphAccess::task(job, to);
-    if (task.sm_held_by != kNoTask) task.sm_held_by = mapped(task.sm_held_by);
-    if (task.lock_held_by != kNoTask) task.lock_held_by = mapped(task.lock_held_by);
+    TaskHolds holds = job.holds(from);
+    if (!holds.any()) continue;
+    if (holds.sm_held_by != kNoTask) holds.sm_held_by = mapped(holds.sm_held_by);
+    if (holds.lock_held_by != kNoTask) holds.lock_held_by = mapped(holds.lock_held_by);
+    GraphAccess::set_holds(job, to, holds);
   }
   for (const auto& e : parts.edges) job.add_edge(mapped(e.from), mapped(e.to), e.edge);
   for (const auto& [from, to] : iteration_map) {

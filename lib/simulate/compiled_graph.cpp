@@ -35,14 +35,15 @@ TaskId thread_predecessor(const Graph& graph, const detail::TaskRecordsView& tas
   return kNoTask;
 }
 
-// The two below read fields a what-if that only sets times leaves alone (records_without_times).
+// Each reads the graph's holds (Graph::held_tasks) and, for locks, records a what-if that only
+// sets times leaves alone (records_without_times).
 void compile_locks(const Graph& graph, CompiledGraph& c) {
   const auto records = GraphAccess::records_without_times(graph);
   c.lock_holder.assign(c.duration.size(), kNoTask);
   c.thread_previous.assign(c.duration.size(), kNoTask);
   c.thread_gap.assign(c.duration.size(), 0);
-  for (TaskId t = 0; t < c.duration.size(); ++t) {
-    const TaskId holder = (*records)[t].lock_held_by;
+  for (const auto& [t, holds] : graph.held_tasks()) {
+    const TaskId holder = holds.lock_held_by;
     if (c.removed[t] || holder >= c.duration.size() || c.removed[holder]) continue;
     c.lock_holder[t] = holder;
     c.thread_previous[holder] = thread_predecessor(graph, *records, holder, c.thread_gap[holder]);
@@ -50,15 +51,20 @@ void compile_locks(const Graph& graph, CompiledGraph& c) {
 }
 
 void compile_occupancy(const Graph& graph, CompiledGraph& c) {
-  const auto records = GraphAccess::records_without_times(graph);
   c.held_by.assign(c.duration.size(), kNoTask);
   c.let_in.assign(c.duration.size(), 0.0);
-  for (TaskId t = 0; t < c.duration.size(); ++t) {
-    const Task& task = (*records)[t];
-    if (task.sm_held_by >= c.duration.size() || c.removed[task.sm_held_by]) continue;
-    c.held_by[t] = task.sm_held_by;
-    c.let_in[t] = task.sm_let_in;
+  for (const auto& [t, holds] : graph.held_tasks()) {
+    if (holds.sm_held_by >= c.duration.size() || c.removed[holds.sm_held_by]) continue;
+    c.held_by[t] = holds.sm_held_by;
+    c.let_in[t] = holds.sm_let_in;
   }
+}
+
+/// Whether a live task of the graph is held by occupancy (by the driver lock).
+bool any_live_hold(const Graph& graph, const CompiledGraph& c, TaskId TaskHolds::*holder) {
+  for (const auto& [t, holds] : graph.held_tasks())
+    if (!c.removed[t] && holds.*holder != kNoTask) return true;
+  return false;
 }
 
 /// The Error for a task that is not usable_times(), naming it and the field (a usable duration leaves
@@ -90,8 +96,8 @@ CompiledGraph compile(const Graph& graph) {
   if (c.tasks->unusable > 0)  // the columns keep count; the search for the culprit only on failure
     for (TaskId t = 0; t < c.duration.size(); ++t)
       if (!usable_times(c.duration[t], c.release[t])) refuse_task(graph, t);
-  c.occupancy = c.tasks->held_by_occupancy > 0;
-  c.locks = c.tasks->held_by_lock > 0;
+  c.occupancy = any_live_hold(graph, c, &TaskHolds::sm_held_by);
+  c.locks = any_live_hold(graph, c, &TaskHolds::lock_held_by);
   if (c.occupancy) compile_occupancy(graph, c);
   if (c.locks) compile_locks(graph, c);
   c.edges = GraphAccess::edge_table(graph);

@@ -29,11 +29,11 @@ struct CompiledGraph {
   bool by_ready_time = false;
   // GPU occupancy, filled only when some task has a recorded holder (the common path skips it)
   bool occupancy = false;
-  std::vector<TaskId> held_by;  // per task: Task::sm_held_by while that task is live, else kNoTask
-  std::vector<double> let_in;   // per task: Task::sm_let_in
+  std::vector<TaskId> held_by;  // per task: TaskHolds::sm_held_by while that task is live, else kNoTask
+  std::vector<double> let_in;   // per task: TaskHolds::sm_let_in
   // The driver lock, filled only when some task has a recorded holder
   bool locks = false;
-  std::vector<TaskId> lock_holder;  // per task: Task::lock_held_by while that call is live, else kNoTask
+  std::vector<TaskId> lock_holder;  // per task: TaskHolds::lock_held_by while that call is live, else kNoTask
   /// Per task: the task before it on its thread and the delay between them (kNoTask: none), so a
   /// holder's arrival at its call is known even while the call itself waits for GPU work.
   std::vector<TaskId> thread_previous;

@@ -8,7 +8,7 @@
 // is woken then.
 //
 // The CUDA driver lock (docs/simulator.md): a call the trace shows blocked on another thread's
-// call (Task::lock_held_by) waits for that call's end when that call's thread reached it before
+// call (TaskHolds::lock_held_by) waits for that call's end when that call's thread reached it before
 // this one was dispatched: the lock's owner is whoever came first, as under a what-if it may
 // not be the recorded one.
 #include <fmt/format.h>
@@ -162,7 +162,7 @@ class Engine {
   // --- GPU occupancy ---
 
   /// Whether SM work must wait for the kernel of another stream that the trace shows holding it
-  /// (Task::sm_held_by): when that kernel started first and has not yet reached the share of
+  /// (TaskHolds::sm_held_by): when that kernel started first and has not yet reached the share of
   /// its duration at which it let the work in, the unit is woken then.
   bool held_by_occupancy(UnitId u, TaskId t, TimeNs now) {
     const TaskId big = c_.held_by[t];
@@ -187,7 +187,7 @@ class Engine {
 
   // --- the driver lock ---
 
-  /// Whether call t must wait for the call holding the driver (Task::lock_held_by): that call's
+  /// Whether call t must wait for the call holding the driver (TaskHolds::lock_held_by): that call's
   /// thread reached it before now and it has not ended. Its unit is woken at that call's end,
   /// known once that call is dispatched.
   bool held_by_lock(UnitId u, TaskId t, TimeNs now) {

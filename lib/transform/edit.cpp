@@ -202,8 +202,6 @@ void Graph::mark_removed(TaskId id, TaskColumns* columns) {
   forget_task_derived();
   if (!columns) return;
   columns->removed[id] = 1;
-  columns->held_by_occupancy -= task.sm_held_by != kNoTask;
-  columns->held_by_lock -= task.lock_held_by != kNoTask;
 }
 
 void Graph::remove(TaskId id) {

@@ -412,7 +412,7 @@ TEST_CASE("an async device-to-device copy call blocked by another thread's stagi
                                .memcpy("Memcpy DtoD (Device -> Device)", 206, 30, 3)
                                .str());
   const TaskId holder = task_named(g, "cudaMemcpyAsync"), blocked = task_named(g, "cudaMemcpyAsync", 1);
-  CHECK(g.task(blocked).lock_held_by == holder);
+  CHECK(g.holds(blocked).lock_held_by == holder);
   CHECK_FALSE(edge_between(g, holder, blocked));  // a lock, not an order
   CHECK(g.task(blocked).duration_ns == 5 * us);
   CHECK(g.report().get("driver_lock_waits") == 1);

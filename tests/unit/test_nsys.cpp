@@ -840,8 +840,8 @@ INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES
 
   const Graph graph = build_graph(trace);
   const TaskId big_task = find_task(graph, TaskKind::kernel, 1), side = find_task(graph, TaskKind::kernel, 2);
-  CHECK(graph.task(side).sm_held_by == big_task);
-  CHECK(graph.task(side).sm_let_in == Approx(0.8));
+  CHECK(graph.holds(side).sm_held_by == big_task);
+  CHECK(graph.holds(side).sm_let_in == Approx(0.8));
   CHECK(graph.report().get("gpu_holds_by_occupancy") == 1);
   CHECK(simulate(graph).start_ns[side] == graph.task(side).recorded_start_ns);
 }

@@ -204,9 +204,9 @@ TEST_CASE("occupancy: a kernel on an idle stream waits for a GPU-filling kernel'
           "[occupancy][graph][simulate]") {
   Graph g = test::graph_of(side_hold_trace(&kFilling));
   const TaskId big = task_named(g, "big"), side = task_named(g, "side");
-  REQUIRE(g.task(side).sm_held_by == big);
-  CHECK(g.task(side).sm_let_in == Approx(0.88));
-  CHECK(g.task(big).sm_held_by == kNoTask);
+  REQUIRE(g.holds(side).sm_held_by == big);
+  CHECK(g.holds(side).sm_let_in == Approx(0.88));
+  CHECK(g.holds(big).sm_held_by == kNoTask);
   // the launch edge keeps the calibrated latency: the wait is the simulator's
   CHECK(g.calibration().launch_latency_ns[static_cast<std::size_t>(TaskKind::kernel)] == 10 * us);
   CHECK(test::edge_between(g, launching_call(g, side), side)->delay_ns == 10 * us);
@@ -255,14 +255,14 @@ TEST_CASE("occupancy: a kernel on an idle stream waits for a GPU-filling kernel'
 TEST_CASE("occupancy: no hold where the other stream's kernel does not fill the GPU", "[occupancy][graph][simulate]") {
   SECTION("the side kernel started at its launch: it starts there in the replay") {
     const Graph g = test::graph_of(side_hold_trace(&kHalfWave, 210));
-    CHECK(g.task(task_named(g, "side")).sm_held_by == kNoTask);
+    CHECK(g.holds(task_named(g, "side")).sm_held_by == kNoTask);
     const SimulationResult r = simulate(g);
     CHECK(start_of(g, r, "side") == 210 * us);
     CHECK(r.occupancy_holds == 0);
   }
   SECTION("a late start beside a kernel that leaves SMs free is not an occupancy hold, nor kept") {
     const Graph g = test::graph_of(side_hold_trace(&kHalfWave));
-    CHECK(g.task(task_named(g, "side")).sm_held_by == kNoTask);
+    CHECK(g.holds(task_named(g, "side")).sm_held_by == kNoTask);
     CHECK(g.report().get("gpu_holds_by_occupancy") == 0);
     CHECK(g.report().get("gpu_holds_kept") == 0);
     CHECK(start_of(g, simulate(g), "side") == 210 * us);
@@ -273,11 +273,11 @@ TEST_CASE("occupancy: device-to-device copies run on SMs and are held, host-to-d
           "[occupancy][graph]") {
   const Graph dtod = test::graph_of(side_hold_trace(&kFilling, 990, Side::device_copy));
   const TaskId copy = task_named(dtod, "Memcpy DtoD (Device -> Device)");
-  CHECK(dtod.task(copy).sm_held_by == task_named(dtod, "big"));
+  CHECK(dtod.holds(copy).sm_held_by == task_named(dtod, "big"));
   CHECK(simulate(dtod).start_ns[copy] == 990 * us);
 
   const Graph htod = test::graph_of(side_hold_trace(&kFilling, 990, Side::host_copy));
-  CHECK(htod.task(task_named(htod, "Memcpy HtoD (Pinned -> Device)")).sm_held_by == kNoTask);
+  CHECK(htod.holds(task_named(htod, "Memcpy HtoD (Pinned -> Device)")).sm_held_by == kNoTask);
   CHECK(htod.report().get("gpu_holds_by_occupancy") == 0);
 }
 
@@ -285,7 +285,7 @@ TEST_CASE("occupancy fallback: without launch configurations the recorded hold i
           "[occupancy][graph]") {
   Graph g = test::graph_of(side_hold_trace(nullptr));
   const TaskId side = task_named(g, "side");
-  CHECK(g.task(side).sm_held_by == kNoTask);
+  CHECK(g.holds(side).sm_held_by == kNoTask);
   CHECK(g.report().get("gpu_holds_kept") == 1);
   CHECK(g.report().total_ns("gpu_holds_kept") == 780 * us);
   CHECK(g.report().get("gpu_holds_by_occupancy") == 0);

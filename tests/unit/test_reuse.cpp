@@ -123,7 +123,7 @@ TEST_CASE("a result simulated into is the fresh result, whatever it held before"
   waiter.duration_ns = 10;
   waiter.release_ns = 5;
   const TaskId waiting = locked.add_task(waiter);
-  GraphAccess::task(locked, waiting).lock_held_by = held_by;
+  GraphAccess::set_holds(locked, waiting, {kNoTask, 0.0, held_by});
   Graph chain;
   const UnitId cpu = chain.add_unit({UnitKind::cpu_thread, "cpu", 1, 1});
   Task step = holder;

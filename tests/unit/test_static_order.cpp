@@ -14,6 +14,7 @@
 #include "daydream/job.hpp"
 #include "daydream/scenario.hpp"
 #include "daydream/simulate.hpp"
+#include "graph/graph_access.hpp"
 #include "shared_traces.hpp"
 #include "unit/graph_helpers.hpp"
 
@@ -133,9 +134,8 @@ TEST_CASE("FIFO on a unit that is not a chain, occupancy or a cycle sends the gr
   Task small = big;
   small.unit = other;
   small.duration_ns = 10;
-  small.sm_held_by = holder;
-  small.sm_let_in = 0.9;
   const TaskId held = g.add_task(small);
+  GraphAccess::set_holds(g, held, {holder, 0.9, kNoTask});
   const SimulationResult occupancy = simulate(g);
   CHECK_FALSE(occupancy.static_order);
   CHECK(occupancy.start_ns[held] == 90);
@@ -163,9 +163,7 @@ TEST_CASE("static order keeps the engine's errors", "[simulate][static_order]") 
 
 /// Whether GPU occupancy or the driver lock holds some task back (the event engine's cases).
 bool has_holds(const Graph& graph) {
-  for (TaskId t = 0; t < graph.num_tasks(); ++t)
-    if (graph.task(t).sm_held_by != kNoTask || graph.task(t).lock_held_by != kNoTask) return true;
-  return false;
+  return !graph.held_tasks().empty();
 }
 
 /// Every profile of ../shared: traces (Kineto, Nsight) and the measured pairs.

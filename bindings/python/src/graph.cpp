@@ -126,10 +126,10 @@ void init_graph(py::module_& m) {
                              "Name of the operator around the task (or around its launch), or None.")
       .def_property_readonly("removed", [](const TaskRef& r) { return r.task().removed; },
                              "True once Graph.remove() took the task out.")
-      .def_property_readonly("held_by", [](const TaskRef& r) { return task_or_none(r.box, r.task().sm_held_by); },
+      .def_property_readonly("held_by", [](const TaskRef& r) { return task_or_none(r.box, r.box->graph.holds(r.id).sm_held_by); },
            "The kernel of another stream that filled the GPU and held this task back in the trace (the "
               "occupancy model makes the task wait for it), or None.")
-      .def_property_readonly("lock_held_by", [](const TaskRef& r) { return task_or_none(r.box, r.task().lock_held_by); },
+      .def_property_readonly("lock_held_by", [](const TaskRef& r) { return task_or_none(r.box, r.box->graph.holds(r.id).lock_held_by); },
            "The CUDA call of another thread that held the driver while this call blocked in the trace (the "
               "simulator makes the call wait for it when that call's thread reached it first), or None.")
       .def_property_readonly("graph", [](const TaskRef& r) { return r.box; }, "The graph holding this task.")

@@ -1,8 +1,12 @@
-// A graph at rest keeps its edges in the simulator's table (FrozenEdges, graph/graph_storage.hpp)
-// instead of the editable store, and thaws them at the first change of its structure. Frozen or
-// thawed, it must read and edit exactly as a twin that never froze: every row in order (the
-// order decides simulation ties), every edge's kind, timing, delay and flag, and what edits and
-// simulations make of it.
+// How a graph keeps its memory small (docs/benchmarks.md, issue 19's bytes per task), each
+// checked against the plain layout it replaced:
+// - At rest it keeps its edges in the simulator's table (FrozenEdges, graph/graph_storage.hpp)
+//   instead of the editable store, and thaws them at the first change of its structure. Frozen
+//   or thawed, it must read and edit exactly as a twin that never froze: every row in order (the
+//   order decides simulation ties), every edge's kind, timing, delay and flag, and what edits and
+//   simulations make of it.
+// - A task names its trace event by a 32-bit index.
+// - The rare holds (GPU occupancy, the driver lock) live beside the task records (TaskHolds).
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -199,4 +203,28 @@ TEST_CASE("a task names its trace event by a 32-bit index: a larger one is refus
   trace.events[0].source_index = static_cast<std::uint32_t>(kMaxTraceEvents) + 1;
   CHECK_THROWS_WITH(build_graph(trace), Catch::Contains("big.json") && Catch::Contains("source_index") &&
                                             Catch::Contains("2147483647"));
+}
+
+TEST_CASE("holds live beside the records: set, read, shared by copies until one changes", "[graph][holds]") {
+  std::mt19937 rng(5);
+  Graph g = test::random_chained_graph(rng, 2, 10);
+  CHECK(g.held_tasks().empty());
+  CHECK_FALSE(g.holds(3).any());
+  CHECK_THROWS_WITH(g.holds(10), Catch::Contains("no task 10"));
+  GraphAccess::set_holds(g, 7, {2, 0.25, kNoTask});
+  GraphAccess::set_holds(g, 3, {kNoTask, 0.0, 1});
+  const Graph copy = g;
+  GraphAccess::set_holds(g, 3, {});  // none: the entry goes
+  GraphAccess::set_holds(g, 5, {kNoTask, 0.0, 4});
+  REQUIRE(g.held_tasks().size() == 2);
+  CHECK(g.held_tasks().begin()->first == 5);  // by id
+  CHECK(g.holds(7) == TaskHolds{2, 0.25, kNoTask});
+  CHECK_FALSE(g.holds(3).any());
+  // The copy kept what it shared.
+  REQUIRE(copy.held_tasks().size() == 2);
+  CHECK(copy.holds(3).lock_held_by == 1);
+  CHECK_FALSE(copy.holds(5).any());
+  CHECK(copy.fingerprint() != g.fingerprint());
+  GraphAccess::set_holds(g, 5, {}), GraphAccess::set_holds(g, 7, {});
+  CHECK(g.held_tasks().empty());
 }
