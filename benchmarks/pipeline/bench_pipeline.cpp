@@ -22,7 +22,8 @@
 // blocks, so two more figures say what the graph itself holds: heap_graph_mib, the heap bytes in
 // use (mallinfo2) with the graph alone less those in use before ingest, and rss_graph_trimmed_mib,
 // the resident size at the end, the graph alone, once the allocator returned its free memory
-// (malloc_trim). Both are 0 where the C library is not glibc.
+// (malloc_trim), with rss_graph_trimmed_bytes_per_task that size less the resident size before
+// ingest, per task. All three are 0 where the C library is not glibc.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
 
   try {
     const double heap_before = heap_in_use_mib();
+    const double rss_before = current_rss_mib();
     // read + inflate alone (the part of ingest that is not JSON parsing).
     double read_s = 0;
     {
@@ -161,6 +163,7 @@ int main(int argc, char** argv) {
         "\"sim_user_s\": {:.3f}, \"sim_sys_s\": {:.3f}, "
         "\"rss_trace_mib\": {:.1f}, \"rss_graph_mib\": {:.1f}, \"heap_graph_mib\": {:.1f}, "
         "\"heap_graph_bytes_per_task\": {:.1f}, \"rss_graph_trimmed_mib\": {:.1f}, "
+        "\"rss_graph_trimmed_bytes_per_task\": {:.1f}, "
         "\"peak_rss_ingest_mib\": {:.1f}, \"peak_rss_build_mib\": {:.1f}, \"peak_rss_mib\": {:.1f}}}\n",
         json_string(label), bytes, events, flows, graph->num_tasks(), graph->num_edges(), graph->iterations().size(),
         runs, sim_runs, read_s, ingest.best(), ingest.median(), ingest.first(),
@@ -169,7 +172,8 @@ int main(int argc, char** argv) {
         rate(tasks, sim.best()), sim_events,
         static_cast<double>(makespan) / 1e6, ingest_cpu.user / runs, ingest_cpu.sys / runs, build_cpu.user / runs,
         build_cpu.sys / runs, sim_cpu.user / sim_runs, sim_cpu.sys / sim_runs, rss_trace, rss_graph, heap_graph,
-        heap_graph * 1024.0 * 1024.0 / tasks, rss_graph_trimmed, peak_ingest,
+        heap_graph * 1024.0 * 1024.0 / tasks, rss_graph_trimmed,
+        rss_graph_trimmed > 0 ? (rss_graph_trimmed - rss_before) * 1024.0 * 1024.0 / tasks : 0.0, peak_ingest,
         peak_build, peak);
     std::fflush(stdout);
   } catch (const std::exception& e) {
