@@ -377,27 +377,29 @@ bool EdgeStore::predecessor_order(const EdgeTable& table, std::vector<std::uint3
   if (table.first.size() != n + 1 || table.in_first.size() != n + 1 || table.target.size() != num_edges() ||
       table.kind.size() != num_edges() || table.in_edges.size() != num_edges())
     return false;
-  std::vector<std::uint32_t> entry(records_.size(), kNoEdge);  // per edge id: its table entry
+  // Per edge id, where the table's reverse rows hold it: the counting walk of their construction.
+  std::vector<std::uint32_t> reverse(records_.size());
+  std::vector<std::uint32_t> next(table.in_first.begin(), table.in_first.end() - 1);
   std::uint32_t at = 0;
   for (TaskId v = 0; v < n; ++v) {
     const bool same = each_out(v, [&](EdgeId e) {
-      const bool equal = table.target[at] == records_[e].to && table.kind[at] == pack_edge_kind(records_[e].edge) &&
-                         table.delay_ns[at] == records_[e].edge.delay_ns &&
-                         table.start_to_start[at] == (records_[e].edge.timing == Timing::start_to_start ? 1 : 0);
-      entry[e] = at++;
+      const Record& r = records_[e];
+      const bool equal = table.target[at] == r.to && table.kind[at] == pack_edge_kind(r.edge) &&
+                         table.delay_ns[at] == r.edge.delay_ns &&
+                         table.start_to_start[at] == (r.edge.timing == Timing::start_to_start ? 1 : 0);
+      reverse[e] = next[r.to]++;
+      ++at;
       return equal;
     });
     if (!same || table.first[v + 1] != at) return false;
   }
-  const std::vector<std::uint32_t> position = reverse_positions(table);
   in_order.resize(num_edges());
   for (TaskId w = 0; w < n; ++w) {
     std::uint32_t slot = table.in_first[w];
     if (table.in_first[w + 1] - slot != in_degree(w)) return false;
     const bool same = each_in(w, [&](EdgeId e) {
-      const std::uint32_t j = position[entry[e]];
-      in_order[slot++] = j;
-      return table.in_edges[j].source == records_[e].from;
+      in_order[slot++] = reverse[e];
+      return table.in_edges[reverse[e]].source == records_[e].from;
     });
     if (!same) return false;
   }
