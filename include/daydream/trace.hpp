@@ -170,6 +170,8 @@ class ShapeTable {
   OperandShape operand(std::size_t op, std::size_t input) const;
   /// Bytes the table holds, for memory checks.
   std::size_t memory_bytes() const;
+  /// Lets go of the room its arrays kept to grow (a table that is complete: a graph's).
+  void shrink_to_fit();
 
  private:
   struct Operator {

@@ -134,12 +134,14 @@ Graph build_graph(const Trace& trace, const GraphOptions& options) {
   break_cycles(ctx);  // before releases: a dropped edge can leave a task without predecessors
   set_releases(ctx);
   assign_iterations(ctx);
+  // The edges are complete: their editable store's memory goes (until a what-if changes them)
+  // before what the graph keeps besides is copied into exact sizes.
+  GraphAccess::freeze_edges(graph);
   graph.set_ranges(std::move(ctx.ranges));
   graph.set_gpus(trace.metadata.gpus);
   graph.set_launch_configs(trace.launches);
   keep_operators(ctx);
   keep_collectives(ctx);
-  GraphAccess::freeze_edges(graph);  // the editable store's memory goes until a what-if changes edges
   return graph;
 }
 

@@ -285,6 +285,7 @@ void Graph::set_ranges(std::vector<CpuRange> ranges) {
   sort_nearly_sorted(ranges, [](const CpuRange& a, const CpuRange& b) {
     return std::tie(a.unit, a.start_ns, b.end_ns, a.event, a.name) < std::tie(b.unit, b.start_ns, a.end_ns, b.event, b.name);
   });
+  ranges.shrink_to_fit();  // kept with the graph
   ranges_ = std::make_shared<const std::vector<CpuRange>>(std::move(ranges));
 }
 

@@ -78,6 +78,7 @@ void keep_operators(BuildContext& ctx) {
   for (std::size_t i = 0; i < source.size(); ++i)
     if (keep[i]) index[i] = kept++;
   std::vector<OperatorRecord> records;
+  records.reserve(static_cast<std::size_t>(kept));
   ShapeTable shapes;
   for (std::size_t i = 0; i < source.size(); ++i) {
     if (!keep[i]) continue;
@@ -88,6 +89,7 @@ void keep_operators(BuildContext& ctx) {
                        e.sequence_number, static_cast<std::uint32_t>(shapes.size())});
     shapes.append(trace.shapes, i, source[i]);
   }
+  shapes.shrink_to_fit();  // kept with the graph
   ctx.graph.set_operators(std::move(records), std::move(shapes));
 }
 

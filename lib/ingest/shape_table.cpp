@@ -42,6 +42,12 @@ OperandShape ShapeTable::operand(std::size_t op, std::size_t input) const {
   return out;
 }
 
+void ShapeTable::shrink_to_fit() {
+  operators_.shrink_to_fit();
+  operands_.shrink_to_fit();
+  dims_.shrink_to_fit();
+}
+
 void ShapeTable::append(const ShapeTable& other, std::size_t op, std::int64_t key) {
   begin_operator(key);
   for (std::size_t i = 0; i < other.operand_count(op); ++i) {
