@@ -19,6 +19,7 @@
 #include "daydream/transform.hpp"
 #include "graph/graph_access.hpp"
 #include "graph/graph_storage.hpp"
+#include "unit/edge_table_compare.hpp"
 #include "unit/graph_helpers.hpp"
 
 using namespace daydream;
@@ -101,23 +102,6 @@ void random_edit(Graph& g, unsigned seed) {
   }
 }
 
-void require_same_table(const EdgeTable& a, const EdgeTable& b) {
-  REQUIRE(a.first == b.first);
-  REQUIRE(a.target == b.target);
-  REQUIRE(a.delay_ns == b.delay_ns);
-  REQUIRE(a.start_to_start == b.start_to_start);
-  REQUIRE(a.kind == b.kind);
-  REQUIRE(a.in_first == b.in_first);
-  REQUIRE(a.in_edges.size() == b.in_edges.size());
-  for (std::size_t i = 0; i < a.in_edges.size(); ++i) {
-    REQUIRE(a.in_edges[i].source == b.in_edges[i].source);
-    REQUIRE(a.in_edges[i].delay_ns == b.in_edges[i].delay_ns);
-    REQUIRE(a.in_edges[i].start_to_start == b.in_edges[i].start_to_start);
-    REQUIRE(a.in_edges[i].kind == b.in_edges[i].kind);
-  }
-  REQUIRE(a.topological == b.topological);
-}
-
 }  // namespace
 
 TEST_CASE("frozen edges read, edit and simulate as the editable store's", "[graph][frozen]") {
@@ -140,12 +124,12 @@ TEST_CASE("frozen edges read, edit and simulate as the editable store's", "[grap
       REQUIRE_FALSE(GraphAccess::edges_frozen(a));
       require_same_edges(a, b);
       // The edited copy's table is patched from the frozen one, and is the table of its rows.
-      require_same_table(*GraphAccess::edge_table(a), *GraphAccess::edge_table_from_rows(a));
+      test::check_same_table(*GraphAccess::edge_table(a), *GraphAccess::edge_table_from_rows(a));
       test::check_same_schedule(simulate(a), simulate(b));
     }
     REQUIRE(GraphAccess::edges_frozen(frozen));
     require_same_edges(frozen, twin);
-    require_same_table(*GraphAccess::edge_table(frozen), *GraphAccess::edge_table_from_rows(frozen));
+    test::check_same_table(*GraphAccess::edge_table(frozen), *GraphAccess::edge_table_from_rows(frozen));
 
     // The frozen graph itself thaws at its own first change (here a new task), and freezes again.
     Task task;

@@ -22,6 +22,7 @@
 #include "predict/report_columns.hpp"
 #include "graph/graph_storage.hpp"
 #include "shared_traces.hpp"
+#include "unit/edge_table_compare.hpp"
 #include "unit/graph_helpers.hpp"
 
 using namespace daydream;
@@ -280,27 +281,6 @@ TEST_CASE("a base's copies reuse the edge table of a structure built twice, and 
 
 namespace {
 
-/// Every field of two simulator tables.
-void check_same_table(const EdgeTable& a, const EdgeTable& b) {
-  CHECK(a.first == b.first);
-  CHECK(a.target == b.target);
-  CHECK(a.delay_ns == b.delay_ns);
-  CHECK(a.start_to_start == b.start_to_start);
-  CHECK(a.in_first == b.in_first);
-  REQUIRE(a.in_edges.size() == b.in_edges.size());
-  for (std::size_t i = 0; i < a.in_edges.size(); ++i) {
-    INFO("in-edge " << i);
-    CHECK(a.in_edges[i].source == b.in_edges[i].source);
-    CHECK(a.in_edges[i].delay_ns == b.in_edges[i].delay_ns);
-    CHECK(a.in_edges[i].start_to_start == b.in_edges[i].start_to_start);
-  }
-  CHECK(a.topological == b.topological);
-  CHECK(a.first_unusable_delay == b.first_unusable_delay);
-  CHECK(a.unchained_units == b.unchained_units);
-  CHECK(a.launches == b.launches);
-  CHECK(a.launching_units == b.launching_units);
-}
-
 /// A few random edits of `g`: tasks inserted and removed, edges added, removed and given other
 /// delays, parallel edges among them.
 void edit_at_random(std::mt19937& rng, Graph& g, int edits) {
@@ -339,12 +319,12 @@ TEST_CASE("a copy's edge table patched from its source's equals the table built 
     (void)GraphAccess::edge_table(base);
     Graph copy = base;
     edit_at_random(rng, copy, 1 + round % 6);
-    check_same_table(*GraphAccess::edge_table(copy), *GraphAccess::edge_table_from_rows(copy));
+    test::check_same_table(*GraphAccess::edge_table(copy), *GraphAccess::edge_table_from_rows(copy));
     Graph copy_of_copy = copy;  // patched again from the first copy's table
     edit_at_random(rng, copy_of_copy, 3);
-    check_same_table(*GraphAccess::edge_table(copy_of_copy), *GraphAccess::edge_table_from_rows(copy_of_copy));
+    test::check_same_table(*GraphAccess::edge_table(copy_of_copy), *GraphAccess::edge_table_from_rows(copy_of_copy));
     edit_at_random(rng, copy_of_copy, 2);  // changed again after its table was built
-    check_same_table(*GraphAccess::edge_table(copy_of_copy), *GraphAccess::edge_table_from_rows(copy_of_copy));
+    test::check_same_table(*GraphAccess::edge_table(copy_of_copy), *GraphAccess::edge_table_from_rows(copy_of_copy));
   }
   CHECK(GraphAccess::edge_table_patches() > patches + 40);
 }
@@ -363,7 +343,7 @@ TEST_CASE("what-ifs on a Predictor's base patch its edge table into the table bu
     Graph changed;
     SimulationResult result;
     (void)predictor.predict(parse_scenario_spec(spec), changed, result);
-    check_same_table(*GraphAccess::edge_table(changed), *GraphAccess::edge_table_from_rows(changed));
+    test::check_same_table(*GraphAccess::edge_table(changed), *GraphAccess::edge_table_from_rows(changed));
   }
   CHECK(GraphAccess::edge_table_patches() > patches + 3);
 }
