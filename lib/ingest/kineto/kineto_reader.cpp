@@ -262,10 +262,11 @@ class KinetoParser {
       auto after = doc.current_location();
       window.unframe();
       if (after.error() != simdjson::OUT_OF_BOUNDS) {  // the array closed inside the batch: the events end
-        // Where it closed lies past its '[' and within the batch; anywhere else (an error, or
-        // simdjson stopped reading a malformed batch early) the one-piece parse decides.
-        if (after.error() != simdjson::SUCCESS || after.value() <= framed.data() ||
-            after.value() > framed.data() + framed.size())
+        // Its ']' is a byte of the window: past the frame's '[', before the frame's own ']' (the
+        // batch is "[" + text + "]"). Anywhere else (an error, or simdjson stopped reading a
+        // malformed batch early) the one-piece parse decides.
+        if (after.error() != simdjson::SUCCESS || after.value() < framed.data() + 2 ||
+            after.value() >= framed.data() + framed.size())
           return std::nullopt;
         window.drop(static_cast<std::size_t>(after.value() - framed.data()) - 1);
         return rest_of(window);
