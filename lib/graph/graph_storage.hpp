@@ -263,12 +263,14 @@ struct GraphStorage {
   std::size_t num_edges() const { return frozen ? frozen->num_edges() : edges.num_edges(); }
   std::size_t out_degree(TaskId v) const { return frozen ? frozen->out_degree(v) : edges.out_degree(v); }
   std::size_t in_degree(TaskId v) const { return frozen ? frozen->in_degree(v) : edges.in_degree(v); }
-  /// Brings frozen edges back into the store, for a change: as a copy of the structure they were
-  /// frozen from, whose table the next edge_table() patches.
+  /// Brings frozen edges back into the store, for a change. Where another graph holds them too (a
+  /// copy's first change), their table is the one the next edge_table() patches; a graph thawing
+  /// edges of its own lets the table go as its spare instead (drop_table), so as not to hold two.
   void thaw() {
     if (!frozen) return;
     edges.thaw(*frozen->table, frozen->in_order);
-    copied_table = frozen->table;
+    const bool shared = frozen.use_count() > 1 || table.use_count() > 2;  // here: `table` and frozen->table
+    if (shared) copied_table = frozen->table;
     frozen.reset();
   }
   /// The table, or null (another thread may be building it).
