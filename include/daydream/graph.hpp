@@ -105,7 +105,7 @@ enum class Phase : std::uint8_t { unknown, forward, backward, update, data_loadi
 inline constexpr std::size_t kPhaseCount = 5;
 std::string_view to_string(Phase phase);
 
-/// Fields are grouped by size so that the record packs into 96 bytes (a graph holds one per task,
+/// Fields are grouped by size so that the record packs into 80 bytes (a graph holds one per task,
 /// and a what-if copies the pages of them it changes).
 struct Task {
   TaskKind kind = TaskKind::cpu;
@@ -476,7 +476,7 @@ class TaskRecordsView {
 class TaskRecords {
  public:
   static constexpr unsigned kPageBits = 11;
-  static constexpr std::size_t kPageRecords = std::size_t{1} << kPageBits;  ///< 2,048 records, 192 KiB
+  static constexpr std::size_t kPageRecords = std::size_t{1} << kPageBits;  ///< 2,048 records, 160 KiB
   static constexpr std::size_t kPageMask = kPageRecords - 1;
 
   TaskRecords() = default;

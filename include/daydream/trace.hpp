@@ -37,11 +37,11 @@ using TimeNs = std::int64_t;
 /// reports make fit in 64 bits (the simulator checks its clock too).
 inline constexpr TimeNs kMaxTraceTimeNs = TimeNs{1} << 62;
 inline constexpr TimeNs kMaxTaskDurationNs = TimeNs{86'400} * 1'000'000'000;
-/// Whether a time lies strictly within +-kMaxTraceTimeNs: the one rule every reader and the
-/// simulator apply to a start, an end or a release.
 /// The most events a trace file may hold (2^31 - 1): a task names the event it came from by a
 /// 32-bit index (Task::source_event). Readers refuse a file with more, naming it.
 inline constexpr std::int64_t kMaxTraceEvents = 0x7fffffff;
+/// Whether a time lies strictly within +-kMaxTraceTimeNs: the one rule every reader and the
+/// simulator apply to a start, an end or a release.
 constexpr bool is_trace_time(TimeNs ns) { return ns > -kMaxTraceTimeNs && ns < kMaxTraceTimeNs; }
 
 enum class EventKind : std::uint8_t {

@@ -53,7 +53,7 @@ std::vector<bool> run_units(const Graph& graph) {
   const auto& launching = table->launching_units;
   for (UnitId u = 0; u < graph.units().size(); ++u)
     in_run[u] = graph.units()[u].kind != UnitKind::cpu_thread || (u < launching.size() && launching[u]);
-  const auto columns = GraphAccess::task_columns(graph);  // 5 bytes a task, not a 96-byte record
+  const auto columns = GraphAccess::task_columns(graph);  // 5 bytes a task, not an 80-byte record
   for (const Iteration& it : graph.iterations())
     if (it.first_task != kNoTask) in_run[columns->unit[it.first_task]] = true;
   return in_run;

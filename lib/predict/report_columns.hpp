@@ -2,7 +2,7 @@
 // The per-task fields that reports of a simulation read (graph/graph_storage.hpp ReportColumns):
 // the critical path's category, the layer and the iteration of each task, as columns a base graph
 // builds once and its copies share, so that a sweep's report of each what-if reads a few bytes a
-// task instead of its 96-byte record.
+// task instead of its 80-byte record.
 #include <memory>
 
 #include "daydream/graph.hpp"

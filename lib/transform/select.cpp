@@ -123,7 +123,7 @@ class TaskSelector {
   }
 
   /// Whether a live task of this kind may pass: what select() asks of the task columns before
-  /// reading a task's record (a 96-byte read per task, where most filters want one kind).
+  /// reading a task's record (an 80-byte read per task, where most filters want one kind).
   bool may_pass(TaskKind kind) const { return kinds_[static_cast<std::size_t>(kind)]; }
   /// Whether may_pass decides alone: the filter names kinds and nothing else (faster_gpu's, amp's).
   bool kinds_decide() const {
