@@ -353,22 +353,6 @@ void EdgeStore::compact_pool() {
   dead_ = 0;
 }
 
-namespace {
-
-/// Per table entry i (a successor row's), where the reverse rows hold it: the counting walk of
-/// the reverse rows' construction (each target's predecessors by source, then in its sources'
-/// row order).
-std::vector<std::uint32_t> reverse_positions(const EdgeTable& table) {
-  const std::size_t n = table.first.size() - 1;
-  std::vector<std::uint32_t> next(table.in_first.begin(), table.in_first.end() - 1);
-  std::vector<std::uint32_t> position(table.target.size());
-  for (TaskId source = 0; source < n; ++source)
-    for (auto i = table.first[source]; i < table.first[source + 1]; ++i) position[i] = next[table.target[i]]++;
-  return position;
-}
-
-}  // namespace
-
 // Two edges with the same ends lie in the same order in both their rows (each is appended to
 // both; removal, compaction and moves keep order), so the table's reverse rows, by source and
 // then by the source's row, hold the edges of a target in an order these rows give.
@@ -419,9 +403,11 @@ void EdgeStore::thaw(const EdgeTable& table, const std::vector<std::uint32_t>& i
       out_.slots[i] = i;
     }
   }
-  const std::vector<std::uint32_t> position = reverse_positions(table);
-  std::vector<EdgeId> mirrored(m);  // per reverse-row entry: the edge (table entry) it mirrors
-  for (std::uint32_t i = 0; i < m; ++i) mirrored[position[i]] = i;
+  // Per reverse-row entry, the edge (table entry) it mirrors: the counting walk of the reverse
+  // rows' construction (each target's predecessors by source, then in its sources' row order).
+  std::vector<EdgeId> mirrored(m);
+  std::vector<std::uint32_t> next(table.in_first.begin(), table.in_first.end() - 1);
+  for (std::uint32_t i = 0; i < m; ++i) mirrored[next[table.target[i]]++] = i;
   in_.rows.resize(n);
   in_.slots.resize(m);
   for (TaskId w = 0; w < n; ++w) {
