@@ -28,9 +28,9 @@ const std::vector<std::unique_ptr<TraceReader>>& trace_readers() {
 namespace {
 
 // The reader that recognises a file from its first 4 KiB decoded (as much as any can_read looks
-// at), or null.
-const TraceReader* reader_of_head(const std::filesystem::path& path) {
-  InputStream in(path);
+// at), read from `in`, or null.
+const TraceReader* reader_of_head(InputStream& in) {
+  const std::filesystem::path& path = in.path();
   InputFile head{path, std::string(4096, '\0')};
   std::size_t n = 0;
   while (n < head.contents.size()) {
@@ -44,20 +44,28 @@ const TraceReader* reader_of_head(const std::filesystem::path& path) {
   return nullptr;
 }
 
-std::optional<Trace> stream_with(const std::filesystem::path& path, bool small) {
-  const TraceReader* reader = reader_of_head(path);
-  if (!reader || (small && !reader->streams_small_files())) return std::nullopt;
-  InputStream in(path);
+// The trace `head` (a stream just opened) holds, read from the start by a stream of its own;
+// nullopt where no reader streams it.
+std::optional<Trace> stream_with(InputStream& head) {
+  const TraceReader* reader = reader_of_head(head);
+  if (!reader || (!head.large() && !reader->streams_small_files())) return std::nullopt;
+  InputStream in(head.path());
   return reader->read_stream(in);
 }
 
-// A large trace, read without ever holding the file in memory, or a small one its reader streams;
-// nullopt for the whole-file path (which also names what it cannot read: a small file's problems
-// are left to it).
+// A large trace (worth_streaming), read without ever holding the file in memory, or a small one
+// its reader streams; nullopt for the whole-file path (which also names what it cannot read: a
+// small file's problems, and a file that does not open, are left to it).
 std::optional<Trace> load_streaming(const std::filesystem::path& path) {
-  if (worth_streaming(path)) return stream_with(path, false);
+  std::optional<InputStream> head;
   try {
-    return stream_with(path, true);
+    head.emplace(path);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (head->large()) return stream_with(*head);
+  try {
+    return stream_with(*head);
   } catch (const Error&) {
     return std::nullopt;
   }
