@@ -415,7 +415,6 @@ class CowPtr {
   std::shared_ptr<T> spare_;  // never copied
 };
 
-struct TaskColumns;   // the simulator's per-task columns, private to lib/graph and lib/simulate
 class EdgeTableCache;  // edge tables shared by a Predictor's what-ifs (lib/graph/edge_table_cache.hpp)
 struct ReportColumns; // per-task fields that reports read, private to lib/graph and lib/predict
 
@@ -444,39 +443,118 @@ class RoomyVector : public std::vector<T> {
   }
 };
 
-namespace detail {
+/// Whether the simulator can use a task's duration and release (kMaxDelayNs's reasoning in
+/// lib/graph/graph_storage.hpp).
+constexpr bool usable_times(TimeNs duration_ns, TimeNs release_ns) {
+  return duration_ns >= 0 && duration_ns <= kMaxTaskDurationNs && is_trace_time(release_ns);
+}
 
-/// The task records as they are, for readers of fields other than the times (which may be behind:
-/// TaskRecords): holds the pages it reads while another reader brings the graph's up to date.
-class TaskRecordsView {
- public:
-  TaskRecordsView(std::vector<std::shared_ptr<Task>> pages, std::vector<Task*> data, std::size_t size)
-      : pages_(std::move(pages)), data_(std::move(data)), size_(size) {}
-  const Task& operator[](TaskId id) const;  // below, with TaskRecords' page size
-  std::size_t size() const { return size_; }
+/// The task fields the simulator reads, as columns: where a graph keeps them (each task's other
+/// fields are its detail::TaskRecord). Copies share them until one changes a field; a what-if that
+/// only sets durations copies these 22 bytes a task and no record.
+struct TaskColumns {
+  RoomyVector<TimeNs> duration_ns;
+  RoomyVector<TimeNs> release_ns;
+  RoomyVector<UnitId> unit;
+  RoomyVector<std::uint8_t> removed;
+  RoomyVector<TaskKind> kind;
+  std::size_t unusable = 0;  ///< tasks, removed ones too, whose times are not usable_times()
 
- private:
-  std::vector<std::shared_ptr<Task>> pages_;  // held
-  std::vector<Task*> data_;                   // pages_[p].get()
-  std::size_t size_;
+  std::size_t size() const { return kind.size(); }
+  void append(const Task& task) {
+    duration_ns.push_back(task.duration_ns);
+    release_ns.push_back(task.release_ns);
+    unit.push_back(task.unit);
+    removed.push_back(task.removed ? 1 : 0);
+    kind.push_back(task.kind);
+    unusable += !usable_times(task.duration_ns, task.release_ns);
+  }
+  /// Task `id`'s fields held here, from `task` (a builder's write of a whole task).
+  void set(TaskId id, const Task& task) {
+    set_times(id, task.duration_ns, task.release_ns);
+    unit[id] = task.unit;
+    removed[id] = task.removed ? 1 : 0;
+    kind[id] = task.kind;
+  }
+  void set_times(TaskId id, TimeNs duration, TimeNs release) {
+    unusable -= !usable_times(duration_ns[id], release_ns[id]);
+    duration_ns[id] = duration;
+    release_ns[id] = release;
+    unusable += !usable_times(duration, release);
+  }
 };
 
-/// A graph's task records, in pages of kPageRecords that its copies share page by page until one
-/// of them changes a record of the page (copy-on-write): a what-if copies the pages it changes,
-/// not every record. A duration or release set on a page copies share goes to the graph's
-/// TaskColumns only, and the page falls *behind*: the first read of a record then brings the
-/// pages behind up to date (a copy of each, with its times from the columns). So a what-if that
-/// only sets durations on a copy of a base graph (faster_gpu, amp, a retimed split scenario)
-/// copies no record, and a reader still sees every record as the mutators left it. Reads from
-/// several threads are safe: the catch-up and copies of a graph that is behind take one
-/// process-wide lock.
+namespace detail {
+
+/// A task's fields other than those its graph keeps as TaskColumns: what Graph stores per task
+/// beside the columns (48 bytes; Task, the value a reader gets, joins both). Its size in bytes,
+/// which only copies, memsets and collectives have, is kept aside (Graph::task_bytes_).
+struct TaskRecord {
+  TimeNs recorded_start_ns = 0;
+  std::int64_t correlation = kNone;
+  std::uint32_t name = 0;
+  std::int32_t iteration = -1;
+  std::int32_t source_event = kNone;
+  std::int32_t op_event = kNone;
+  std::uint32_t op_name = 0;
+  std::uint32_t layer = 0;
+  std::int32_t launch = -1;
+  Phase phase = Phase::unknown;
+  bool blocking = false;
+  bool has_bytes = false;  ///< Task::bytes is not kNone: the graph keeps it aside
+
+  TaskRecord() = default;
+  explicit TaskRecord(const Task& task)
+      : recorded_start_ns(task.recorded_start_ns), correlation(task.correlation), name(task.name),
+        iteration(task.iteration), source_event(task.source_event), op_event(task.op_event), op_name(task.op_name),
+        layer(task.layer), launch(task.launch), phase(task.phase), blocking(task.blocking), has_bytes(task.bytes != kNone) {}
+};
+static_assert(sizeof(TaskRecord) == 48, "a task record packs into 48 bytes (the fields grouped by size)");
+
+/// A task's size in bytes (Task::bytes), for the few tasks that have one.
+struct TaskBytes {
+  TaskId task;
+  std::int64_t bytes;
+};
+
+/// Task `id` joined from its record and the columns (bytes: kNone, which the graph sets aside).
+inline Task join_task(const TaskRecord& record, const TaskColumns& columns, TaskId id) {
+  Task task;
+  task.kind = columns.kind[id];
+  task.phase = record.phase;
+  task.blocking = record.blocking;
+  task.removed = columns.removed[id] != 0;
+  task.unit = columns.unit[id];
+  task.name = record.name;
+  task.iteration = record.iteration;
+  task.duration_ns = columns.duration_ns[id];
+  task.release_ns = columns.release_ns[id];
+  task.recorded_start_ns = record.recorded_start_ns;
+  task.correlation = record.correlation;
+  task.source_event = record.source_event;
+  task.op_event = record.op_event;
+  task.op_name = record.op_name;
+  task.layer = record.layer;
+  task.launch = record.launch;
+  return task;
+}
+
+}  // namespace detail
+
+namespace detail {
+
+/// A graph's task records (TaskRecord: the fields other than TaskColumns'), in pages of
+/// kPageRecords that its copies share page by page until one of them changes a record of the page
+/// (copy-on-write): a what-if copies the pages it changes, not every record, and one that only
+/// sets times copies none (the times are columns). Reads from several threads are safe; copying a
+/// graph from several threads takes one process-wide lock while the source still owns pages.
 ///
 /// Which pages a holder may write in place is its own record (not a reference count): the pages
 /// it made or copied since it was last copied. Copying a holder makes both share every page.
 class TaskRecords {
  public:
   static constexpr unsigned kPageBits = 11;
-  static constexpr std::size_t kPageRecords = std::size_t{1} << kPageBits;  ///< 2,048 records, 160 KiB
+  static constexpr std::size_t kPageRecords = std::size_t{1} << kPageBits;  ///< 2,048 records, 112 KiB
   static constexpr std::size_t kPageMask = kPageRecords - 1;
 
   TaskRecords() = default;
@@ -485,71 +563,53 @@ class TaskRecords {
   TaskRecords(TaskRecords&& other) noexcept;
   TaskRecords& operator=(TaskRecords&& other) noexcept;
 
-  bool behind() const { return behind_.load(std::memory_order_acquire); }
-  /// Record `id` (below size()), up to date where not behind().
-  const Task& at(TaskId id) const { return data_[id >> kPageBits][id & kPageMask]; }
-  /// Brings the pages behind up to date from `columns`, which hold the times while behind().
-  void catch_up(const TaskColumns& columns) const;
-  /// Record `id`, up to date and on a page of this holder's own, for a change (`columns` hold the
-  /// times of a page behind).
-  Task& for_change(TaskId id, const TaskColumns* columns);
-  /// Adds a record at the end (`columns` as for_change: the last page may be behind).
-  void append(const Task& task, const TaskColumns* columns) {
+  /// Record `id` (below size()).
+  const TaskRecord& at(TaskId id) const { return data_[id >> kPageBits][id & kPageMask]; }
+  /// Record `id`, on a page of this holder's own, for a change.
+  TaskRecord& for_change(TaskId id);
+  /// Adds a record at the end.
+  void append(const TaskRecord& record) {
     if ((size_ & kPageMask) != 0 && own_[size_ >> kPageBits]) [[likely]] {  // room on a page of its own
-      new (data_[size_ >> kPageBits] + (size_ & kPageMask)) Task(task);
+      new (data_[size_ >> kPageBits] + (size_ & kPageMask)) TaskRecord(record);
       ++size_;
       return;
     }
-    append_on_new_or_shared_page(task, columns);
+    append_on_new_or_shared_page(record);
   }
   /// Room for `count` records in one block with huge pages advised (a builder's estimate), which
   /// appends fill page by page. Only while empty.
   void reserve(std::size_t count);
-  /// Whether record `id`'s page is this holder's own: a time set on it goes to the record.
+  /// Whether record `id`'s page is this holder's own.
   bool owns(TaskId id) const { return own_[id >> kPageBits] != 0; }
   /// How many of the pages are this holder's own (the others are shared, or were).
   std::size_t own_pages() const;
   std::size_t pages() const { return pages_.size(); }
-  /// The records as they are, without a catch-up (TaskRecordsView).
-  std::shared_ptr<const TaskRecordsView> without_times() const;
   std::size_t size() const { return size_; }
-  /// Record `id`'s page (not this holder's own) now lacks times its columns hold.
-  void fall_behind(TaskId id) {
-    page_behind_[id >> kPageBits] = 1;
-    behind_.store(true, std::memory_order_release);
-  }
 
  private:
   struct Snapshot;
   Snapshot snapshot() const;
   void adopt(Snapshot snapshot);
-  /// Page `page` made this holder's own: copied (its times from `columns` where it is behind)
-  /// unless it is already.
-  void own_page(std::size_t page, const TaskColumns* columns) const;
+  /// Page `page` made this holder's own: copied unless it is already.
+  void own_page(std::size_t page);
   /// Memory for one page: one this holder let go, else fresh.
-  std::shared_ptr<Task> fresh_page() const;
+  std::shared_ptr<TaskRecord> fresh_page();
   /// The records of page `page` that exist (the last page may be partly filled).
   std::size_t records_on(std::size_t page) const {
     return std::min(kPageRecords, size_ - (page << kPageBits));
   }
   void let_go_of_pages();
-  void append_on_new_or_shared_page(const Task& task, const TaskColumns* columns);
+  void append_on_new_or_shared_page(const TaskRecord& record);
 
-  mutable std::vector<std::shared_ptr<Task>> pages_;
-  mutable std::vector<Task*> data_;                // pages_[p].get()
-  mutable std::vector<std::uint8_t> own_;          // per page: this holder's, writable in place
-  mutable std::vector<std::uint8_t> page_behind_;  // per page: its times lag the columns
-  mutable std::atomic<bool> behind_{false};        // some page is behind
-  mutable std::atomic<bool> owns_any_{false};      // some own_ is set (a copy clears them)
+  std::vector<std::shared_ptr<TaskRecord>> pages_;
+  std::vector<TaskRecord*> data_;                 // pages_[p].get()
+  mutable std::vector<std::uint8_t> own_;         // per page: this holder's, writable in place
+  mutable std::atomic<bool> owns_any_{false};     // some own_ is set (a copy clears them)
   std::size_t size_ = 0;
-  std::shared_ptr<Task> block_;  // reserve()'s memory, which appends take page by page
+  std::shared_ptr<TaskRecord> block_;  // reserve()'s memory, which appends take page by page
   std::size_t block_pages_ = 0;
-  mutable std::vector<std::shared_ptr<Task>> spare_;  // pages let go that nothing else held
+  std::vector<std::shared_ptr<TaskRecord>> spare_;  // pages let go that nothing else held
 };
-
-inline const Task& TaskRecordsView::operator[](TaskId id) const {
-  return data_[id >> TaskRecords::kPageBits][id & TaskRecords::kPageMask];
-}
 
 }  // namespace detail
 
@@ -590,7 +650,7 @@ class Graph {
   /// tasks lose their delays first (remove_block's rule). Throws Error, changing nothing, when a
   /// task is removed already or named twice.
   void remove_all(const std::vector<TaskId>& ids, bool zero_inner_delays = false);
-  bool removed(TaskId id) const { return task(id).removed; }
+  bool removed(TaskId id) const { return columns_->removed[id] != 0; }
   /// add_edge for transformations: both tasks must be live and the edge must not close a cycle.
   void connect(TaskId from, TaskId to, Edge edge);
   /// Deletes every edge from -> to, without bridging: `to` no longer waits for `from` (a
@@ -613,26 +673,26 @@ class Graph {
   // --- reading ---
   std::size_t num_tasks() const { return records_.size(); }
   std::size_t num_edges() const;
-  /// The task's record. The reference lasts until the graph next changes: set_duration and
-  /// set_release on a graph whose records copies share do not go through it (read the record again,
-  /// or duration_ns()).
-  const Task& task(TaskId id) const {
-    if (records_.behind()) [[unlikely]] catch_up_records();
-    return records_.at(id);
+  /// The task (a value: the graph keeps its fields in two places, detail::TaskRecord and
+  /// TaskColumns). Unchecked: `id` must be below num_tasks().
+  Task task(TaskId id) const {
+    const detail::TaskRecord& record = records_.at(id);
+    Task task = detail::join_task(record, *columns_, id);
+    if (record.has_bytes) [[unlikely]] task.bytes = bytes_of(id);
+    return task;
   }
-  /// task(id).duration_ns and release_ns, read where they are kept: after set_duration on a graph
-  /// whose records copies share, without bringing the records up to date (detail::TaskRecords).
+  /// task(id).duration_ns and release_ns, read without joining the whole task (checked).
   TimeNs duration_ns(TaskId id) const {
     check_task(id);
-    return records_.behind() ? behind_duration_ns(id) : records_.at(id).duration_ns;
+    return columns_->duration_ns[id];
   }
   TimeNs release_ns(TaskId id) const {
     check_task(id);
-    return records_.behind() ? behind_release_ns(id) : records_.at(id).release_ns;
+    return columns_->release_ns[id];
   }
   const std::vector<Unit>& units() const { return units_; }
   Unit& unit(UnitId id) { return units_.at(id); }
-  std::string_view name(TaskId id) const { return strings_[task(id).name]; }
+  std::string_view name(TaskId id) const { return strings_[records_.at(id).name]; }
   /// Task `id`'s holds (none for most tasks). The reference lasts until the graph next changes.
   const TaskHolds& holds(TaskId id) const;
   /// The tasks with holds, by id (shared by copies).
@@ -722,22 +782,23 @@ class Graph {
 
  private:
   friend struct GraphAccess;  // lib/graph/graph_access.hpp: the builders' and the engine's access
-  Task& mutable_task(TaskId id) {
-    if (records_.behind()) catch_up_records();  // before the columns go: they hold the times of pages behind
-    Task& record = record_for_change(id);
-    task_columns_.slot().reset();  // the caller may change any field
+  /// Task `id`'s record for a builder's change of any of its fields (GraphAccess::record): what
+  /// is derived from records is dropped.
+  detail::TaskRecord& mutable_record(TaskId id) {
+    detail::TaskRecord& record = record_for_change(id);
     recorded_order_.slot().reset();
     report_columns_.slot().reset();
     forget_task_derived();
     return record;
   }
-  void catch_up_records() const;
-  /// Task `id`'s record, up to date and on a page of the graph's own, for a change.
-  Task& record_for_change(TaskId id) { return records_.for_change(id, task_columns_.peek()); }
-  /// Sets a task's times (in the columns alone while copies share the records).
+  /// Task `id`'s record, on a page of the graph's own, for a change.
+  detail::TaskRecord& record_for_change(TaskId id) { return records_.for_change(id); }
+  /// Task::bytes of a task whose record has_bytes.
+  std::int64_t bytes_of(TaskId id) const;
+  /// Sets Task::bytes (kNone: none).
+  void set_bytes(TaskId id, std::int64_t bytes);
+  /// Sets a task's times (unchecked: usable_times counts the unusable ones for the simulator).
   void set_times(TaskId id, TimeNs duration_ns, TimeNs release_ns);
-  /// set_times after its first steps (the derived values dropped, `columns` unshared or null).
-  void write_times(TaskColumns* columns, TaskId id, TimeNs duration_ns, TimeNs release_ns);
   /// set_duration's checks, which throw Error.
   void check_duration(TaskId id, TimeNs duration_ns) const;
   /// set_duration of ids[i] to durations[i] for every i, all checked before any is set (then
@@ -750,11 +811,10 @@ class Graph {
   std::shared_ptr<const std::vector<TaskId>> recorded_order() const;
   /// recorded_order() where some reader has built it already, else null.
   std::shared_ptr<const std::vector<TaskId>> recorded_order_if_built() const { return recorded_order_.get(); }
-  /// The fields the simulator reads, as columns; thread-safe, built on first use and kept up
-  /// to date by the mutators (shared by copies until one changes them).
+  /// The fields the simulator reads, as columns (shared by copies until one changes them).
   std::shared_ptr<const TaskColumns> task_columns() const;
-  /// The columns for a change of task fields: unshared, or null when none are built.
-  TaskColumns* task_columns_for_change();
+  /// The columns for a change of task fields: unshared.
+  TaskColumns& task_columns_for_change();
   /// The edges as flat arrays for the simulator; thread-safe, cached until the structure changes.
   std::shared_ptr<const EdgeTable> edge_table() const;
   void check_live(TaskId id, std::string_view what) const;
@@ -765,13 +825,11 @@ class Graph {
     if (id >= num_tasks()) [[unlikely]] refuse_task(id);
   }
   [[noreturn]] void refuse_task(TaskId id) const;
-  TimeNs behind_duration_ns(TaskId id) const;  // from the columns, which hold the times while behind
-  TimeNs behind_release_ns(TaskId id) const;
   /// Drops what is derived from task fields and kept across copies (launch_call_median_): a task
   /// changed, came or went.
   void forget_task_derived() { launch_call_median_.slot().reset(); }
-  /// Flags a task removed (its edges are gone already), in the columns too where they are built.
-  void mark_removed(TaskId id, TaskColumns* columns);
+  /// Flags a task removed (its edges are gone already).
+  void mark_removed(TaskId id, TaskColumns& columns);
   void ensure_ranks();
   /// Room for this many tasks and edges (build_graph's estimate from the trace's events).
   void reserve(std::size_t tasks, std::size_t edges);
@@ -787,7 +845,11 @@ class Graph {
   const GraphStorage& structure() const;  // shared, for reading
   CowPtr<GraphStorage> storage_;
   detail::TaskRecords records_;
-  SharedCache<TaskColumns> task_columns_;
+  /// Every task's TaskColumns fields (its other fields are records_'); null only in a graph moved
+  /// from.
+  CowPtr<TaskColumns> columns_;
+  /// Task::bytes of the tasks that have one, by id (shared by copies; null: none).
+  std::shared_ptr<const std::vector<detail::TaskBytes>> task_bytes_;
   SharedCache<const std::vector<TaskId>> recorded_order_;
   /// What reports read per task (lib/predict builds it): shared by copies, dropped by a change of
   /// a field it holds (rename, set_blocking, a builder's write); tasks added later are read from

@@ -19,12 +19,12 @@ TimeNs launch_call_median(const Graph& graph) {
   // Columns skip every task but the live calls; each name's text is read once (0 unknown, 1 a
   // launch, 2 not).
   const auto columns = GraphAccess::task_columns(graph);
-  const auto records = GraphAccess::records_without_times(graph);  // names: the times are the columns'
+  const detail::TaskRecords& records = GraphAccess::records(graph);  // names
   std::vector<std::uint8_t> launch_by_name;
   std::vector<TimeNs> durations;
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {
     if (columns->removed[t] || columns->kind[t] != TaskKind::runtime) continue;
-    const std::uint32_t name = (*records)[t].name;
+    const std::uint32_t name = records.at(t).name;
     if (name >= launch_by_name.size()) launch_by_name.resize(name + 1, 0);
     std::uint8_t& launch = launch_by_name[name];
     if (launch == 0) launch = graph.string(name).find("LaunchKernel") != std::string_view::npos ? 1 : 2;

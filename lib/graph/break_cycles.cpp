@@ -70,7 +70,7 @@ void restore_waiting_time(BuildContext& ctx, TaskId task) {
     if (g.task(pred.task).unit != g.task(task).unit && pred.edge.timing == Timing::finish_to_start)
       awaited_end = std::max(awaited_end, ctx.times[pred.task].end);
   if (awaited_end == std::numeric_limits<TimeNs>::min()) restore_sequential_gap(ctx, task);
-  GraphAccess::task(g, task).duration_ns = recorded.end - std::clamp(awaited_end, recorded.start, recorded.end);
+  GraphAccess::set_duration(g, task, recorded.end - std::clamp(awaited_end, recorded.start, recorded.end));
 }
 
 void drop_edge(BuildContext& ctx, const CycleEdge& dropped) {

@@ -121,9 +121,9 @@ Graph build_graph(const Trace& trace, const GraphOptions& options) {
   BuildContext ctx(trace, options, graph);
   ctx.origin = trace_origin(trace);
   graph.origin_ns = ctx.origin;
-  // Real traces give 1.7-1.8 tasks and about 2 edges per event; capacity never touched costs
-  // address space only.
-  GraphAccess::reserve(graph, 2 * trace.events.size() + 64, 5 * trace.events.size() / 2 + 64);
+  // Real traces give 1.5-1.8 tasks and about 2 edges per event: room for the fewest, and the
+  // records past it come page by page (the columns are brought to their exact size at the end).
+  GraphAccess::reserve(graph, 3 * trace.events.size() / 2 + 64, 5 * trace.events.size() / 2 + 64);
   index_events(ctx);
   calibrate_latencies(ctx);
   build_cpu_tasks(ctx);
@@ -136,7 +136,7 @@ Graph build_graph(const Trace& trace, const GraphOptions& options) {
   assign_iterations(ctx);
   // The edges are complete: their editable store's memory goes (until a what-if changes them)
   // before what the graph keeps besides is copied into exact sizes.
-  GraphAccess::freeze_edges(graph);
+  GraphAccess::settle(graph);
   graph.set_ranges(std::move(ctx.ranges));
   graph.set_gpus(trace.metadata.gpus);
   graph.set_launch_configs(trace.launches);

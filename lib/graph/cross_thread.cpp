@@ -259,7 +259,7 @@ class CrossThreadInference {
     if (waker_end > times.end) return drop_contradicted(segment);
     ctx_.graph.add_edge(waker.task, segment, {EdgeType::cross_thread, Timing::finish_to_start, 0, true});
     count_handoff(waker);
-    GraphAccess::task(ctx_.graph, segment).duration_ns = std::max<TimeNs>(0, times.end - std::max(times.start, waker_end));
+    GraphAccess::set_duration(ctx_.graph, segment, std::max<TimeNs>(0, times.end - std::max(times.start, waker_end)));
     ctx_.count(stats::waits_inside_cpu_ranges, ctx_.graph.task(segment).source_event);
   }
 

@@ -70,68 +70,63 @@ std::string_view to_string(Phase phase) {
 namespace detail {
 
 namespace {
-/// Taken by a catch-up and by copies of records that are behind: a reader bringing a graph's
-/// records up to date must not race another copying them (both are reads of the graph).
-std::mutex& catch_up_mutex() {
+/// Taken by copies of records whose source owns pages: copying clears the source's own_ (both
+/// then share every page), and copies of one graph may be made on several threads.
+std::mutex& copy_mutex() {
   static std::mutex mutex;
   return mutex;
 }
-std::atomic<std::uint64_t> catch_ups{0};
 std::atomic<std::uint64_t> table_patches{0};
 }  // namespace
 
 namespace {
 
-constexpr std::size_t kPageBytes = TaskRecords::kPageRecords * sizeof(Task);
-static_assert(std::is_trivially_copyable_v<Task> && std::is_trivially_destructible_v<Task>,
+constexpr std::size_t kPageBytes = TaskRecords::kPageRecords * sizeof(TaskRecord);
+static_assert(std::is_trivially_copyable_v<TaskRecord> && std::is_trivially_destructible_v<TaskRecord>,
               "pages are copied with memcpy and never destroyed record by record");
 
 /// Frees raw page memory. Two types, so that std::get_deleter tells a page allocated alone (which
 /// may serve again as a spare) from one of a reserved block (which would keep the block alive).
 template <bool kBlock>
 struct PageMemoryDeleter {
-  void operator()(Task* pages) const { ::operator delete(pages, std::align_val_t{64}); }
+  void operator()(TaskRecord* pages) const { ::operator delete(pages, std::align_val_t{64}); }
 };
 
 /// `count` pages of records in one allocation (raw: records are placed as they are appended).
 template <bool kBlock>
-std::shared_ptr<Task> allocate_pages(std::size_t count) {
+std::shared_ptr<TaskRecord> allocate_pages(std::size_t count) {
   void* memory = ::operator new(count * kPageBytes, std::align_val_t{64});
-  return {static_cast<Task*>(memory), PageMemoryDeleter<kBlock>{}};
+  return {static_cast<TaskRecord*>(memory), PageMemoryDeleter<kBlock>{}};
 }
 
 }  // namespace
 
 struct TaskRecords::Snapshot {
-  std::vector<std::shared_ptr<Task>> pages;
-  std::vector<Task*> data;
-  std::vector<std::uint8_t> page_behind;
-  bool behind = false;
+  std::vector<std::shared_ptr<TaskRecord>> pages;
+  std::vector<TaskRecord*> data;
   std::size_t size = 0;
 };
 
 TaskRecords::Snapshot TaskRecords::snapshot() const {
-  // A catch-up of `this` may be under way in another reader, and clearing own_ writes to it.
-  std::unique_lock lock(catch_up_mutex(), std::defer_lock);
-  if (behind() || owns_any_.load(std::memory_order_acquire)) lock.lock();
-  if (owns_any_.load(std::memory_order_relaxed)) {  // from now on both holders share every page
-    std::fill(own_.begin(), own_.end(), std::uint8_t{0});
-    owns_any_.store(false, std::memory_order_release);
+  if (owns_any_.load(std::memory_order_acquire)) {  // from now on both holders share every page
+    std::lock_guard lock(copy_mutex());
+    if (owns_any_.load(std::memory_order_relaxed)) {
+      std::fill(own_.begin(), own_.end(), std::uint8_t{0});
+      owns_any_.store(false, std::memory_order_release);
+    }
   }
-  return {pages_, data_, page_behind_, behind_.load(std::memory_order_relaxed), size_};
+  return {pages_, data_, size_};
 }
 
 void TaskRecords::adopt(Snapshot snapshot) {
   let_go_of_pages();
   pages_ = std::move(snapshot.pages);
   data_ = std::move(snapshot.data);
-  page_behind_ = std::move(snapshot.page_behind);
   own_.assign(pages_.size(), 0);
   owns_any_.store(false, std::memory_order_release);
   size_ = snapshot.size;
   block_.reset();  // the source appends into its block; a copy takes pages of its own
   block_pages_ = 0;
-  behind_.store(snapshot.behind, std::memory_order_release);
 }
 
 TaskRecords::TaskRecords(const TaskRecords& other) { adopt(other.snapshot()); }
@@ -143,7 +138,6 @@ TaskRecords& TaskRecords::operator=(const TaskRecords& other) {
 
 TaskRecords::TaskRecords(TaskRecords&& other) noexcept
     : pages_(std::move(other.pages_)), data_(std::move(other.data_)), own_(std::move(other.own_)),
-      page_behind_(std::move(other.page_behind_)), behind_(other.behind_.load(std::memory_order_relaxed)),
       owns_any_(other.owns_any_.load(std::memory_order_relaxed)), size_(other.size_), block_(std::move(other.block_)),
       block_pages_(other.block_pages_), spare_(std::move(other.spare_)) {
   other.size_ = 0;
@@ -155,8 +149,6 @@ TaskRecords& TaskRecords::operator=(TaskRecords&& other) noexcept {
   pages_ = std::move(other.pages_);
   data_ = std::move(other.data_);
   own_ = std::move(other.own_);
-  page_behind_ = std::move(other.page_behind_);
-  behind_.store(other.behind_.load(std::memory_order_relaxed), std::memory_order_release);
   owns_any_.store(other.owns_any_.load(std::memory_order_relaxed), std::memory_order_release);
   size_ = other.size_;
   block_ = std::move(other.block_);
@@ -176,26 +168,17 @@ void TaskRecords::let_go_of_pages() {
   if (spare_.size() > pages_.size()) spare_.resize(pages_.size());
 }
 
-std::shared_ptr<Task> TaskRecords::fresh_page() const {
+std::shared_ptr<TaskRecord> TaskRecords::fresh_page() {
   if (spare_.empty()) return allocate_pages<false>(1);
-  std::shared_ptr<Task> page = std::move(spare_.back());
+  std::shared_ptr<TaskRecord> page = std::move(spare_.back());
   spare_.pop_back();
   return page;
 }
 
-void TaskRecords::own_page(std::size_t page, const TaskColumns* columns) const {
-  if (own_[page]) return;  // never behind
-  std::shared_ptr<Task> copy = fresh_page();
-  const std::size_t count = records_on(page);
-  std::memcpy(static_cast<void*>(copy.get()), data_[page], count * sizeof(Task));
-  if (page_behind_[page]) {  // the times the columns hold
-    const std::size_t first = page << kPageBits;
-    for (std::size_t i = 0; i < count; ++i) {
-      copy.get()[i].duration_ns = columns->duration_ns[first + i];
-      copy.get()[i].release_ns = columns->release_ns[first + i];
-    }
-    page_behind_[page] = 0;
-  }
+void TaskRecords::own_page(std::size_t page) {
+  if (own_[page]) return;
+  std::shared_ptr<TaskRecord> copy = fresh_page();
+  std::memcpy(static_cast<void*>(copy.get()), data_[page], records_on(page) * sizeof(TaskRecord));
   pages_[page] = std::move(copy);
   data_[page] = pages_[page].get();
   own_[page] = 1;
@@ -204,45 +187,26 @@ void TaskRecords::own_page(std::size_t page, const TaskColumns* columns) const {
 
 std::size_t TaskRecords::own_pages() const { return static_cast<std::size_t>(std::count(own_.begin(), own_.end(), 1)); }
 
-std::shared_ptr<const TaskRecordsView> TaskRecords::without_times() const {
-  std::unique_lock lock(catch_up_mutex(), std::defer_lock);
-  if (behind()) lock.lock();  // the pages, as a catch-up in another reader may be replacing them
-  return std::make_shared<const TaskRecordsView>(pages_, data_, size_);
-}
-
-void TaskRecords::catch_up(const TaskColumns& columns) const {
-  std::lock_guard lock(catch_up_mutex());
-  if (!behind_.load(std::memory_order_relaxed)) return;  // another reader did it
-  for (std::size_t p = 0; p < pages_.size(); ++p)
-    if (page_behind_[p]) own_page(p, &columns);
-  catch_ups.fetch_add(1, std::memory_order_relaxed);
-  behind_.store(false, std::memory_order_release);
-}
-
-Task& TaskRecords::for_change(TaskId id, const TaskColumns* columns) {
-  // The owner's change: no reader runs meanwhile. Other pages stay behind where they are.
+TaskRecord& TaskRecords::for_change(TaskId id) {
+  // The owner's change: no reader runs meanwhile.
   const std::size_t page = id >> kPageBits;
-  const bool was_behind = page_behind_[page] != 0;
-  own_page(page, columns);
-  if (was_behind && std::find(page_behind_.begin(), page_behind_.end(), 1) == page_behind_.end())
-    behind_.store(false, std::memory_order_release);
+  own_page(page);
   return data_[page][id & kPageMask];
 }
 
-void TaskRecords::append_on_new_or_shared_page(const Task& task, const TaskColumns* columns) {
+void TaskRecords::append_on_new_or_shared_page(const TaskRecord& record) {
   const std::size_t page = size_ >> kPageBits;
   if ((size_ & kPageMask) == 0) {  // a new page: from the block while it lasts
-    std::shared_ptr<Task> memory =
-        page < block_pages_ ? std::shared_ptr<Task>(block_, block_.get() + (page << kPageBits)) : fresh_page();
+    std::shared_ptr<TaskRecord> memory =
+        page < block_pages_ ? std::shared_ptr<TaskRecord>(block_, block_.get() + (page << kPageBits)) : fresh_page();
     pages_.push_back(std::move(memory));
     data_.push_back(pages_.back().get());
     own_.push_back(1);
-    page_behind_.push_back(0);
     owns_any_.store(true, std::memory_order_release);
   } else {
-    (void)for_change(static_cast<TaskId>(size_ - 1), columns);  // the last page, this holder's own
+    own_page(page);  // the last page, this holder's own
   }
-  new (data_[page] + (size_ & kPageMask)) Task(task);
+  new (data_[page] + (size_ & kPageMask)) TaskRecord(record);
   ++size_;
 }
 
@@ -254,17 +218,14 @@ void TaskRecords::reserve(std::size_t count) {
   pages_.reserve(block_pages_);
   data_.reserve(block_pages_);
   own_.reserve(block_pages_);
-  page_behind_.reserve(block_pages_);
 }
 
 }  // namespace detail
 
-std::uint64_t GraphAccess::record_catch_ups() { return detail::catch_ups.load(std::memory_order_relaxed); }
 std::uint64_t GraphAccess::edge_table_patches() { return detail::table_patches.load(std::memory_order_relaxed); }
 
-void Graph::catch_up_records() const { records_.catch_up(*task_columns_.peek()); }
 
-Graph::Graph() : storage_(std::make_shared<GraphStorage>()) {
+Graph::Graph() : storage_(std::make_shared<GraphStorage>()), columns_(std::make_shared<TaskColumns>()) {
   strings_.emplace_back();
   string_index_.emplace(std::string(), 0);
 }
@@ -673,6 +634,17 @@ bool GraphAccess::edges_frozen(const Graph& graph) { return graph.structure().fr
 
 void GraphAccess::freeze_edges(Graph& graph) { graph.freeze_edges(); }
 
+void GraphAccess::settle(Graph& graph) {
+  graph.freeze_edges();
+  if (graph.columns_.shared()) return;
+  TaskColumns& columns = graph.task_columns_for_change();
+  columns.duration_ns.shrink_to_fit();
+  columns.release_ns.shrink_to_fit();
+  columns.unit.shrink_to_fit();
+  columns.removed.shrink_to_fit();
+  columns.kind.shrink_to_fit();
+}
+
 void Graph::freeze_edges() {
   if (storage_->frozen || storage_.shared()) return;
   auto frozen = std::make_shared<FrozenEdges>();
@@ -686,12 +658,9 @@ void Graph::freeze_edges() {
 }
 
 std::shared_ptr<const TaskColumns> Graph::task_columns() const {
-  return task_columns_.get_or_make([this] {
-    auto columns = std::make_shared<TaskColumns>();
-    // Never behind without columns: the records hold every time.
-    columns->assign(num_tasks(), [this](TaskId t) -> const Task& { return records_.at(t); });
-    return columns;
-  });
+  if (std::shared_ptr<const TaskColumns> columns = columns_.held()) return columns;
+  static const auto none = std::make_shared<const TaskColumns>();  // a graph moved from
+  return none;
 }
 
 std::shared_ptr<const std::vector<TaskId>> Graph::recorded_order() const {
@@ -699,20 +668,16 @@ std::shared_ptr<const std::vector<TaskId>> Graph::recorded_order() const {
     // Bucketed by unit (ids ascending within each), then each unit sorted by recorded start,
     // ties by id: the order of a sort by (unit, start, id). A builder adds most units' tasks
     // in recorded order already, so most buckets pass the check and are never sorted.
-    if (records_.behind()) catch_up_records();  // then no other reader replaces a page meanwhile
-    const struct {
-      const detail::TaskRecords& records;
-      const Task& operator[](std::size_t t) const { return records.at(static_cast<TaskId>(t)); }
-    } tasks{records_};
+    const std::vector<UnitId>& unit = columns_->unit;
     const std::size_t n = num_tasks();
     std::vector<std::uint32_t> first(units_.size() + 1, 0);
-    for (std::size_t t = 0; t < n; ++t) ++first[std::size_t{tasks[t].unit} + 1];
+    for (std::size_t t = 0; t < n; ++t) ++first[std::size_t{unit[t]} + 1];
     std::partial_sum(first.begin(), first.end(), first.begin());
     auto order = std::make_shared<std::vector<TaskId>>(n);
     std::vector<std::uint32_t> next(first.begin(), first.end() - 1);
-    for (TaskId t = 0; t < n; ++t) (*order)[next[tasks[t].unit]++] = t;
-    const auto by_start = [&tasks](TaskId a, TaskId b) {
-      return std::tie(tasks[a].recorded_start_ns, a) < std::tie(tasks[b].recorded_start_ns, b);
+    for (TaskId t = 0; t < n; ++t) (*order)[next[unit[t]]++] = t;
+    const auto by_start = [this](TaskId a, TaskId b) {
+      return std::tie(records_.at(a).recorded_start_ns, a) < std::tie(records_.at(b).recorded_start_ns, b);
     };
     for (std::size_t u = 0; u + 1 < first.size(); ++u) {
       const auto begin = order->begin() + first[u], end = order->begin() + first[u + 1];
@@ -722,11 +687,20 @@ std::shared_ptr<const std::vector<TaskId>> Graph::recorded_order() const {
   });
 }
 
-TaskColumns* Graph::task_columns_for_change() { return task_columns_.unshared(); }
+TaskColumns& Graph::task_columns_for_change() {
+  if (!columns_.held()) columns_ = CowPtr<TaskColumns>(std::make_shared<TaskColumns>());  // a graph moved from
+  return columns_.unshared();
+}
 const GraphStorage& Graph::structure() const { return *storage_; }
 
 void Graph::reserve(std::size_t tasks, std::size_t edges) {
   records_.reserve(tasks);
+  TaskColumns& columns = task_columns_for_change();
+  columns.duration_ns.reserve(tasks);
+  columns.release_ns.reserve(tasks);
+  columns.unit.reserve(tasks);
+  columns.removed.reserve(tasks);
+  columns.kind.reserve(tasks);
   structure().edges.reserve(tasks, edges);
 }
 
@@ -739,12 +713,39 @@ TaskId Graph::add_task(Task task) {
   if (task.unit >= units_.size()) throw Error(fmt::format("add_task: unknown unit {}", task.unit));
   if (num_tasks() >= kMaxGraphTasks) throw Error(fmt::format("add_task: a graph holds at most {} tasks", kMaxGraphTasks));
   const TaskId id = structure().edges.add_vertex();
-  records_.append(task, task_columns_.peek());
+  records_.append(detail::TaskRecord(task));
   forget_task_derived();
-  if (TaskColumns* columns = task_columns_for_change()) columns->append(task);
+  task_columns_for_change().append(task);
+  if (task.bytes != kNone) set_bytes(id, task.bytes);
   TopologicalRanks& ranks = storage_->ranks;  // unshared by structure() above
   if (ranks.valid) ranks.rank.push_back(ranks.next), ranks.next += TopologicalRanks::kSpacing;
   return id;
+}
+
+std::int64_t Graph::bytes_of(TaskId id) const {
+  const auto& all = *task_bytes_;
+  const auto it = std::lower_bound(all.begin(), all.end(), id, [](const detail::TaskBytes& b, TaskId t) { return b.task < t; });
+  return it->bytes;  // the record has_bytes: it is there
+}
+
+void Graph::set_bytes(TaskId id, std::int64_t bytes) {
+  // Ids come in order while a graph is built: most changes append.
+  std::shared_ptr<std::vector<detail::TaskBytes>> all;
+  if (!task_bytes_) all = std::make_shared<std::vector<detail::TaskBytes>>();
+  else if (task_bytes_.use_count() == 1)  // the graph's own (made here, not const)
+    all = std::const_pointer_cast<std::vector<detail::TaskBytes>>(std::move(task_bytes_));
+  else all = std::make_shared<std::vector<detail::TaskBytes>>(*task_bytes_);
+  const auto it = std::lower_bound(all->begin(), all->end(), id, [](const detail::TaskBytes& b, TaskId t) { return b.task < t; });
+  const bool found = it != all->end() && it->task == id;
+  if (bytes == kNone) {
+    if (found) all->erase(it);
+  } else if (found) {
+    it->bytes = bytes;
+  } else {
+    all->insert(it, {id, bytes});
+  }
+  if (records_.at(id).has_bytes != (bytes != kNone)) record_for_change(id).has_bytes = bytes != kNone;
+  task_bytes_ = std::move(all);
 }
 
 void Graph::add_edge(TaskId from, TaskId to, Edge edge) {
@@ -776,19 +777,6 @@ void Graph::check_duration(TaskId id, TimeNs duration_ns) const {
                             name(id), duration_ns));
 }
 
-// Inline: set_durations calls it once per task of a sweep's selections.
-inline void Graph::write_times(TaskColumns* columns, TaskId id, TimeNs duration_ns, TimeNs release_ns) {
-  if (columns && !records_.owns(id)) {  // copies keep sharing the record's page: the columns hold the times
-    columns->set_times(id, duration_ns, release_ns);
-    records_.fall_behind(id);
-    return;
-  }
-  Task& task = record_for_change(id);
-  task.duration_ns = duration_ns;
-  task.release_ns = release_ns;
-  if (columns) columns->set_times(id, duration_ns, release_ns);
-}
-
 void Graph::set_duration(TaskId id, TimeNs duration_ns) {
   check_duration(id, duration_ns);
   set_times(id, duration_ns, release_ns(id));
@@ -801,9 +789,8 @@ void Graph::set_durations(const std::vector<TaskId>& ids, const std::vector<Time
   if (ids.empty()) return;
   // set_times for each, with what it finds out once here: the derived values dropped, the columns.
   forget_task_derived();
-  TaskColumns* columns = task_columns_for_change();
-  for (std::size_t i = 0; i < ids.size(); ++i)  // the columns, where built, hold every task's times
-    write_times(columns, ids[i], durations[i], columns ? columns->release_ns[ids[i]] : release_ns(ids[i]));
+  TaskColumns& columns = task_columns_for_change();
+  for (std::size_t i = 0; i < ids.size(); ++i) columns.set_times(ids[i], durations[i], columns.release_ns[ids[i]]);
 }
 
 void Graph::set_release(TaskId id, TimeNs release_ns) {
@@ -817,18 +804,14 @@ void Graph::refuse_task(TaskId id) const {
 
 void Graph::set_times(TaskId id, TimeNs duration_ns, TimeNs release_ns) {
   forget_task_derived();
-  write_times(task_columns_for_change(), id, duration_ns, release_ns);
+  task_columns_for_change().set_times(id, duration_ns, release_ns);
 }
-
-TimeNs Graph::behind_duration_ns(TaskId id) const { return task_columns_.peek()->duration_ns[id]; }
-TimeNs Graph::behind_release_ns(TaskId id) const { return task_columns_.peek()->release_ns[id]; }
 
 void Graph::rename(TaskId id, std::string_view name) {
   check_task(id);
-  Task& record = record_for_change(id);
-  record.name = intern(name);
+  record_for_change(id).name = intern(name);
   // a runtime call's name decides whether it waits for the GPU, and so its category on a path
-  if (ReportColumns::category_reads_name(record)) report_columns_.slot().reset();
+  if (ReportColumns::category_reads_name(task(id))) report_columns_.slot().reset();
   forget_task_derived();
 }
 

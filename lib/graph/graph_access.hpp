@@ -10,10 +10,26 @@
 namespace daydream {
 
 struct GraphAccess {
-  static Task& task(Graph& graph, TaskId id) { return graph.mutable_task(id); }
-  /// Sets a task's iteration, keeping what does not read it (the simulator's columns, the
-  /// recorded order): task() would drop them, and a build assigns every task's iteration after
-  /// its cycle check has built the columns.
+  /// Task `id`'s fields other than its columns (kind, unit, removed, times: set_times), for a
+  /// change; what is derived from records is dropped.
+  static detail::TaskRecord& record(Graph& graph, TaskId id) { return graph.mutable_record(id); }
+  /// Sets a task's duration and release unchecked (a builder's times; the simulator refuses a
+  /// graph with times it cannot use, usable_times).
+  static void set_times(Graph& graph, TaskId id, TimeNs duration_ns, TimeNs release_ns) {
+    graph.check_task(id);
+    graph.set_times(id, duration_ns, release_ns);
+  }
+  static void set_duration(Graph& graph, TaskId id, TimeNs duration_ns) {
+    set_times(graph, id, duration_ns, graph.release_ns(id));
+  }
+  /// Sets Task::bytes (kNone: none).
+  static void set_bytes(Graph& graph, TaskId id, std::int64_t bytes) {
+    graph.check_task(id);
+    graph.forget_task_derived();
+    graph.set_bytes(id, bytes);
+  }
+  /// Sets a task's iteration, keeping what does not read it (the recorded order): record() would
+  /// drop it.
   static void set_iteration(Graph& graph, TaskId id, std::int32_t iteration) {
     graph.record_for_change(id).iteration = iteration;
     graph.report_columns_.slot().reset();
@@ -28,11 +44,10 @@ struct GraphAccess {
   static void reserve(Graph& graph, std::size_t tasks, std::size_t edges) { graph.reserve(tasks, edges); }
   /// The simulator's flat copy of the edges (graph/graph_storage.hpp).
   static std::shared_ptr<const EdgeTable> edge_table(const Graph& graph) { return graph.edge_table(); }
-  /// What copies of a base graph would otherwise each compute on first use: its simulator
-  /// columns, its recorded order (tasks_by_unit) and the topological ranks that insert/connect
-  /// check new edges against (throws Error at a cycle, after the others).
+  /// What copies of a base graph would otherwise each compute on first use: its recorded order
+  /// (tasks_by_unit) and the topological ranks that insert/connect check new edges against
+  /// (throws Error at a cycle, after the other).
   static void prepare_for_copies(Graph& graph) {
-    graph.task_columns();
     graph.recorded_order();
     graph.ensure_ranks();
   }
@@ -51,6 +66,9 @@ struct GraphAccess {
   /// Where copies share the structure, nothing changes.
   static void freeze_edges(Graph& graph);
   static bool edges_frozen(const Graph& graph);
+  /// The end of a build: the edges frozen (freeze_edges) and the task columns at their exact size
+  /// (a builder's appends leave room to grow that a graph at rest never uses).
+  static void settle(Graph& graph);
   /// How many edge tables were patched from a source's so far (process-wide, for tests).
   static std::uint64_t edge_table_patches();
   /// The tasks by unit and recorded start (Graph::recorded_order, for tasks_by_unit).
@@ -58,7 +76,7 @@ struct GraphAccess {
   static std::shared_ptr<const std::vector<TaskId>> recorded_order_if_built(const Graph& graph) {
     return graph.recorded_order_if_built();
   }
-  /// The simulator's columns of task fields (graph/graph_storage.hpp).
+  /// The task fields kept as columns (TaskColumns), which the simulator reads.
   static std::shared_ptr<const TaskColumns> task_columns(const Graph& graph) { return graph.task_columns(); }
   /// The per-task fields reports read (graph/graph_storage.hpp), built by `make` on first use.
   template <class Make>
@@ -78,15 +96,9 @@ struct GraphAccess {
   /// Drops the report columns (shared from the graph it was copied from, they do not cover the
   /// tasks added since), so that the next report_columns() builds them for every task.
   static void drop_report_columns(Graph& graph) { graph.report_columns_.slot().reset(); }
-  /// How many times, in this process, a graph's task records were brought up to date after
-  /// durations set while copies shared them (detail::TaskRecords): each is a copy of the records.
-  static std::uint64_t record_catch_ups();
-  /// The task records for fields other than duration_ns and release_ns, which may lag behind the
-  /// graph's (detail::TaskRecords): what a reader of other fields of every task uses so as not to
-  /// copy the records of a what-if that only set times.
-  static std::shared_ptr<const detail::TaskRecordsView> records_without_times(const Graph& graph) {
-    return graph.records_.without_times();
-  }
+  /// The task records (fields other than the columns'): what a reader of one such field of many
+  /// tasks reads instead of joining whole tasks (Graph::task).
+  static const detail::TaskRecords& records(const Graph& graph) { return graph.records_; }
   /// Whether some page of the graph's task records is not its own: shared with the graph it was
   /// copied from (or with a copy of it), not copied for a change.
   static bool shares_records(const Graph& graph) { return graph.records_.own_pages() < graph.records_.pages(); }

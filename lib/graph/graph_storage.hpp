@@ -84,65 +84,6 @@ inline void mark_launching(std::vector<std::uint8_t>& launching_units, UnitId un
 /// task t also precedes next_in_chain[t] (kNoTask: none). Shorter than the tasks at a cycle.
 std::vector<TaskId> kahn_order(const EdgeTable& table, const std::vector<TaskId>* next_in_chain = nullptr);
 
-/// Whether the simulator can use a task's duration and release (kMaxDelayNs's reasoning).
-constexpr bool usable_times(TimeNs duration_ns, TimeNs release_ns) {
-  return duration_ns >= 0 && duration_ns <= kMaxTaskDurationNs && is_trace_time(release_ns);
-}
-
-/// The task fields the simulator reads, as columns (what compiling a graph for a simulation
-/// would otherwise copy out of the task records every time). Graph keeps them in step with its
-/// mutators; copies share them until one changes a field.
-struct TaskColumns {
-  RoomyVector<TimeNs> duration_ns;
-  RoomyVector<TimeNs> release_ns;
-  RoomyVector<UnitId> unit;
-  RoomyVector<std::uint8_t> removed;
-  RoomyVector<TaskKind> kind;  ///< not read by the simulator: lets Graph::select skip whole kinds
-  std::size_t unusable = 0;           ///< tasks, removed ones too, whose times are not usable_times()
-
-  void append(const Task& task) {
-    duration_ns.push_back(task.duration_ns);
-    release_ns.push_back(task.release_ns);
-    unit.push_back(task.unit);
-    removed.push_back(task.removed ? 1 : 0);
-    kind.push_back(task.kind);
-    count(task);
-  }
-
-  /// The columns of `n` tasks, record(t) giving task t's: each column sized once and written in
-  /// place (append's growth checks, five per task, were most of building the columns).
-  template <class Record>
-  void assign(std::size_t n, Record&& record) {
-    duration_ns.resize(n);
-    release_ns.resize(n);
-    unit.resize(n);
-    removed.resize(n);
-    kind.resize(n);
-    for (std::size_t t = 0; t < n; ++t) {
-      const Task& task = record(static_cast<TaskId>(t));
-      duration_ns[t] = task.duration_ns;
-      release_ns[t] = task.release_ns;
-      unit[t] = task.unit;
-      removed[t] = task.removed ? 1 : 0;
-      kind[t] = task.kind;
-      count(task);
-    }
-  }
-
-  /// The count a task's record adds to (unusable times).
-  void count(const Task& task) { unusable += !usable_times(task.duration_ns, task.release_ns); }
-
-  void set_times(TaskId id, TimeNs duration, TimeNs release) {
-    unusable -= !usable_times(duration_ns[id], release_ns[id]);
-    duration_ns[id] = duration;
-    release_ns[id] = release;
-    unusable += !usable_times(duration, release);
-  }
-};
-
-/// A topological rank per task, while valid, so that insert/connect can tell without a search
-/// that a new edge closes no cycle (lib/transform/edit.cpp). A function of the structure: copies
-/// that share the structure share it, and it is copied with it.
 /// Per task, what the reports of a simulation read besides TaskColumns: the category of its time
 /// on a critical path (a PathCategory, lib/predict), its layer and its iteration. It covers the
 /// tasks the graph held when it was built (Graph::report_columns_); a task added since is read
@@ -161,7 +102,7 @@ struct ReportColumns {
   /// What simulated_iteration_spans reads of the tasks covered, in id order: those of an iteration
   /// that lie on its marking unit (the unit of its first task), with that iteration; and those
   /// units, per iteration (kNoUnit where it has no first task). Moving a task to another unit, or
-  /// changing its iteration, drops the columns (Graph::mutable_task).
+  /// changing its iteration, drops the columns (Graph::mutable_record).
   struct MarkedTask {
     TaskId task;
     std::uint32_t iteration;
@@ -172,6 +113,9 @@ struct ReportColumns {
   bool covers(TaskId id) const { return id < category.size(); }
 };
 
+/// A topological rank per task, while valid, so that insert/connect can tell without a search
+/// that a new edge closes no cycle (lib/transform/edit.cpp). A function of the structure: copies
+/// that share the structure share it, and it is copied with it.
 struct TopologicalRanks {
   /// Between consecutive recomputed ranks (and after the last): room for a run of inserted tasks
   /// one above another (Graph::insert ranks a task kInsertStep above what it follows) before the

@@ -211,10 +211,9 @@ std::vector<std::vector<std::size_t>> job_iteration_groups(const Graph& graph) {
   // The k-th iteration of each rank (iterations are stored rank after rank, in order).
   std::map<std::int64_t, std::size_t> seen;  // rank -> iterations so far
   std::vector<std::vector<std::size_t>> groups;
-  const auto records = GraphAccess::records_without_times(graph);  // a unit, not a time: no catch-up
   for (std::size_t i = 0; i < iterations.size(); ++i) {
     const TaskId first = iterations[i].first_task;
-    const std::int64_t rank = first == kNoTask ? kNone : graph.units()[(*records)[first].unit].rank;
+    const std::int64_t rank = first == kNoTask ? kNone : graph.units()[graph.task(first).unit].rank;
     const std::size_t k = seen[rank]++;
     if (groups.size() <= k) groups.resize(k + 1);
     groups[k].push_back(i);

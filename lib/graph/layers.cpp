@@ -101,8 +101,10 @@ void inherit_from_launch(Graph& graph) {
     if (graph.task(t).removed || graph.units()[graph.task(t).unit].kind == UnitKind::cpu_thread) continue;
     for (const auto& pred : graph.predecessors(t)) {
       if (pred.edge.timing != Timing::start_to_start) continue;  // launch edges are start-to-start
-      GraphAccess::task(graph, t).layer = graph.task(pred.task).layer;
-      GraphAccess::task(graph, t).phase = graph.task(pred.task).phase;
+      const Task launch = graph.task(pred.task);
+      detail::TaskRecord& record = GraphAccess::record(graph, t);
+      record.layer = launch.layer;
+      record.phase = launch.phase;
     }
   }
 }
@@ -114,15 +116,16 @@ std::size_t apply_layer_file(Graph& graph, const std::filesystem::path& path) {
   const auto by_thread = LayerFileReader(graph, path.string()).read(file.contents);
   std::size_t assigned = 0;
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {
-    Task& task = GraphAccess::task(graph, t);
+    const Task task = graph.task(t);
     const Unit& unit = graph.units()[task.unit];
     if (task.removed || unit.kind != UnitKind::cpu_thread) continue;
     const auto ranges = by_thread.find(unit.thread);
     if (ranges == by_thread.end()) continue;
     const LayerRange* range = innermost(ranges->second, task.recorded_start_ns);
     if (!range) continue;
-    task.layer = range->name;
-    if (range->phase) task.phase = *range->phase;
+    detail::TaskRecord& record = GraphAccess::record(graph, t);
+    record.layer = range->name;
+    if (range->phase) record.phase = *range->phase;
     ++assigned;
   }
   inherit_from_launch(graph);

@@ -142,10 +142,9 @@ class SyncBuilder {
     TaskHolds holds = ctx_.graph.holds(t);
     holds.lock_held_by = holder;
     GraphAccess::set_holds(ctx_.graph, t, holds);
-    Task& task = GraphAccess::task(ctx_.graph, t);
-    task.blocking = true;
-    task.duration_ns = std::max<TimeNs>(0, call.end - std::max(call.start, ctx_.times[holder].end));
-    ctx_.count(stats::driver_lock_waits, task.source_event);
+    GraphAccess::record(ctx_.graph, t).blocking = true;
+    GraphAccess::set_duration(ctx_.graph, t, std::max<TimeNs>(0, call.end - std::max(call.start, ctx_.times[holder].end)));
+    ctx_.count(stats::driver_lock_waits, ctx_.graph.task(t).source_event);
   }
 
   void wait_for_queue_slot(TaskId t, std::uint32_t position) {
@@ -464,10 +463,9 @@ class SyncBuilder {
       const EdgeType type = ctx_.graph.task(a).kind == TaskKind::communication ? EdgeType::communication : EdgeType::sync;
       ctx_.graph.add_edge(a, t, {type, Timing::finish_to_start, 0, inferred});
     }
-    Task& task = GraphAccess::task(ctx_.graph, t);
-    task.blocking = true;
-    task.duration_ns = std::max<TimeNs>(0, call.end - std::max(call.start, awaited_end));
-    if (inferred) ctx_.count(inferred_stat, task.source_event);
+    GraphAccess::record(ctx_.graph, t).blocking = true;
+    GraphAccess::set_duration(ctx_.graph, t, std::max<TimeNs>(0, call.end - std::max(call.start, awaited_end)));
+    if (inferred) ctx_.count(inferred_stat, ctx_.graph.task(t).source_event);
   }
 
   void stream_wait(TaskId t, const TraceEvent* record, const RecordPoint& point, UnitId next_launch) {

@@ -324,7 +324,7 @@ Graph merge_ranks(const std::vector<const Graph*>& input) {
                 fmt::format("the matched collectives form a cycle through task '{}': the ranks issued them in "
                             "different orders",
                             merged.name(cycle.front())));
-  GraphAccess::freeze_edges(merged);  // at rest, as build_graph leaves a rank's graph
+  GraphAccess::settle(merged);  // at rest, as build_graph leaves a rank's graph
   return merged;
 }
 

@@ -26,19 +26,17 @@ void check_delay(const Graph& graph, const EdgeTable& edges, std::size_t index) 
   if (delay > kMaxDelayNs) throw_out_of_range(edge_text(graph, edges, index) + ": delay", delay, "2^61 ns");
 }
 
-TaskId thread_predecessor(const Graph& graph, const detail::TaskRecordsView& tasks, TaskId t, TimeNs& gap) {
+TaskId thread_predecessor(const Graph& graph, const std::vector<UnitId>& unit, TaskId t, TimeNs& gap) {
   for (const auto& pred : graph.predecessors(t)) {
-    if (pred.edge.type != EdgeType::cpu_sequential || tasks[pred.task].unit != tasks[t].unit) continue;
+    if (pred.edge.type != EdgeType::cpu_sequential || unit[pred.task] != unit[t]) continue;
     gap = pred.edge.delay_ns;
     return pred.task;
   }
   return kNoTask;
 }
 
-// Each reads the graph's holds (Graph::held_tasks) and, for locks, records a what-if that only
-// sets times leaves alone (records_without_times).
+// Each reads the graph's holds (Graph::held_tasks) and, for locks, the tasks' units.
 void compile_locks(const Graph& graph, CompiledGraph& c) {
-  const auto records = GraphAccess::records_without_times(graph);
   c.lock_holder.assign(c.duration.size(), kNoTask);
   c.thread_previous.assign(c.duration.size(), kNoTask);
   c.thread_gap.assign(c.duration.size(), 0);
@@ -46,7 +44,7 @@ void compile_locks(const Graph& graph, CompiledGraph& c) {
     const TaskId holder = holds.lock_held_by;
     if (c.removed[t] || holder >= c.duration.size() || c.removed[holder]) continue;
     c.lock_holder[t] = holder;
-    c.thread_previous[holder] = thread_predecessor(graph, *records, holder, c.thread_gap[holder]);
+    c.thread_previous[holder] = thread_predecessor(graph, c.tasks->unit, holder, c.thread_gap[holder]);
   }
 }
 
@@ -108,9 +106,9 @@ CompiledGraph compile(const Graph& graph) {
 void add_priorities(const Graph& graph, const SchedulePolicy& policy, CompiledGraph& compiled) {
   compiled.by_ready_time = policy.by_ready_time();
   compiled.priority.resize(graph.num_tasks());
-  if (dynamic_cast<const TraceOrderPolicy*>(&policy)) {  // its priority() without a catch-up of the records
-    const auto records = GraphAccess::records_without_times(graph);
-    for (TaskId t = 0; t < graph.num_tasks(); ++t) compiled.priority[t] = static_cast<double>((*records)[t].recorded_start_ns);
+  if (dynamic_cast<const TraceOrderPolicy*>(&policy)) {  // its priority(), without joining whole tasks
+    const detail::TaskRecords& records = GraphAccess::records(graph);
+    for (TaskId t = 0; t < graph.num_tasks(); ++t) compiled.priority[t] = static_cast<double>(records.at(t).recorded_start_ns);
     return;
   }
   for (TaskId t = 0; t < graph.num_tasks(); ++t) compiled.priority[t] = policy.priority(graph, t);

@@ -195,13 +195,10 @@ void Graph::disconnect(TaskId from, TaskId to) {
   edges.remove_all(from, to);  // fewer edges: every rank stays valid
 }
 
-void Graph::mark_removed(TaskId id, TaskColumns* columns) {
-  Task& task = record_for_change(id);  // a page behind takes its times from `columns`, the graph's own
-  task.removed = true;
+void Graph::mark_removed(TaskId id, TaskColumns& columns) {
+  columns.removed[id] = 1;
   ++removed_count_;
   forget_task_derived();
-  if (!columns) return;
-  columns->removed[id] = 1;
 }
 
 void Graph::remove(TaskId id) {
@@ -215,7 +212,7 @@ void Graph::remove_all(const std::vector<TaskId>& ids, bool zero_inner_delays) {
   if (ids.empty()) return;
   if (!structure().edges.bypass_vertices(ids, bridge, zero_inner_delays))  // keeps every rank valid
     throw Error("remove: a task is named twice");
-  TaskColumns* columns = task_columns_for_change();
+  TaskColumns& columns = task_columns_for_change();
   for (TaskId id : ids) mark_removed(id, columns);
 }
 

@@ -103,17 +103,17 @@ void merge_added_tasks(const Graph& graph, TaskId from, const TaskColumns& colum
   for (TaskId t = from; t < graph.num_tasks(); ++t)
     if (!columns.removed[t] && wanted(columns.unit[t])) added.push_back(t);
   if (added.empty()) return;
-  const auto records = GraphAccess::records_without_times(graph);  // units and recorded starts, read once
-  const detail::TaskRecordsView& task = *records;
+  const detail::TaskRecords& records = GraphAccess::records(graph);  // recorded starts
   const auto earlier = [&](TaskId a, TaskId b) {
-    return std::pair(task[a].recorded_start_ns, a) < std::pair(task[b].recorded_start_ns, b);
+    return std::pair(records.at(a).recorded_start_ns, a) < std::pair(records.at(b).recorded_start_ns, b);
   };
+  const auto& unit_of = columns.unit;
   std::sort(added.begin(), added.end(), [&](TaskId a, TaskId b) {
-    return task[a].unit != task[b].unit ? task[a].unit < task[b].unit : earlier(a, b);
+    return unit_of[a] != unit_of[b] ? unit_of[a] < unit_of[b] : earlier(a, b);
   });
   for (auto first = added.begin(); first != added.end();) {
-    const UnitId unit = task[*first].unit;
-    const auto last = std::find_if(first, added.end(), [&](TaskId t) { return task[t].unit != unit; });
+    const UnitId unit = unit_of[*first];
+    const auto last = std::find_if(first, added.end(), [&](TaskId t) { return unit_of[t] != unit; });
     std::vector<TaskId>& list = list_of(unit);
     const auto middle = static_cast<std::ptrdiff_t>(list.size());
     list.insert(list.end(), first, last);

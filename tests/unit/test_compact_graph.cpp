@@ -7,6 +7,9 @@
 //   simulations make of it.
 // - A task names its trace event by a 32-bit index.
 // - The rare holds (GPU occupancy, the driver lock) live beside the task records (TaskHolds).
+// - A task's fields live once: the simulator's in TaskColumns, the others in a 48-byte record
+//   (detail::TaskRecord), its size in bytes aside for the few tasks that have one; Graph::task
+//   joins them into the Task a caller reads.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -215,4 +218,62 @@ TEST_CASE("holds live beside the records: set, read, shared by copies until one 
   CHECK(copy.fingerprint() != g.fingerprint());
   GraphAccess::set_holds(g, 5, {}), GraphAccess::set_holds(g, 7, {});
   CHECK(g.held_tasks().empty());
+}
+
+TEST_CASE("a task is joined from its record and its columns, with its bytes kept aside", "[graph][records]") {
+  Graph g;
+  const UnitId cpu = g.add_unit({UnitKind::cpu_thread, "cpu", 1, 1});
+  const UnitId gpu = g.add_unit({UnitKind::gpu_stream, "s7", 0, 7});
+  const auto add = [&](TaskKind kind, UnitId unit, std::int64_t bytes, std::int64_t correlation) {
+    Task task;
+    task.kind = kind, task.unit = unit, task.phase = Phase::backward, task.blocking = kind == TaskKind::runtime;
+    task.name = g.intern(fmt::format("t{}", g.num_tasks()));
+    task.iteration = 2, task.duration_ns = 10 + static_cast<TimeNs>(g.num_tasks()), task.release_ns = 5;
+    task.recorded_start_ns = 100, task.correlation = correlation, task.source_event = 9, task.op_event = 8;
+    task.op_name = task.name, task.layer = task.name, task.bytes = bytes, task.launch = 3;
+    return std::pair(g.add_task(task), task);
+  };
+  const std::int64_t wide = (std::int64_t{1} << 40) + 3;  // past 32 bits
+  const auto [call, call_task] = add(TaskKind::runtime, cpu, kNone, wide);
+  const auto [copy, copy_task] = add(TaskKind::memcpy, gpu, wide, 17);
+  const auto [kernel, kernel_task] = add(TaskKind::kernel, gpu, kNone, -5);
+  const auto [memset, memset_task] = add(TaskKind::memset, gpu, 0, kNone);
+  const auto same = [](const Task& a, const Task& b) {
+    return std::tie(a.kind, a.phase, a.blocking, a.removed, a.unit, a.name, a.iteration, a.duration_ns, a.release_ns,
+                    a.recorded_start_ns, a.correlation, a.source_event, a.op_event, a.op_name, a.layer, a.bytes,
+                    a.launch) == std::tie(b.kind, b.phase, b.blocking, b.removed, b.unit, b.name, b.iteration,
+                                          b.duration_ns, b.release_ns, b.recorded_start_ns, b.correlation,
+                                          b.source_event, b.op_event, b.op_name, b.layer, b.bytes, b.launch);
+  };
+  CHECK(same(g.task(call), call_task));
+  CHECK(same(g.task(copy), copy_task));
+  CHECK(same(g.task(kernel), kernel_task));
+  CHECK(same(g.task(memset), memset_task));  // 0 bytes is a size, not none
+  const std::uint64_t print = g.fingerprint();
+
+  Graph changed = g;  // bytes set on a copy stay the copy's
+  GraphAccess::set_bytes(changed, kernel, 64);
+  GraphAccess::set_bytes(changed, copy, kNone);
+  GraphAccess::set_bytes(changed, memset, 128);
+  CHECK(changed.task(kernel).bytes == 64);
+  CHECK(changed.task(copy).bytes == kNone);
+  CHECK(changed.task(memset).bytes == 128);
+  CHECK(changed.task(call).bytes == kNone);
+  CHECK(g.task(kernel).bytes == kNone);
+  CHECK(g.task(copy).bytes == wide);
+  CHECK(g.fingerprint() == print);
+  CHECK(changed.fingerprint() != print);
+  GraphAccess::set_bytes(changed, kernel, kNone);  // back as it was
+  GraphAccess::set_bytes(changed, copy, wide);
+  GraphAccess::set_bytes(changed, memset, 0);
+  CHECK(changed.fingerprint() == print);
+
+  changed.set_duration(call, 99);  // the columns' fields change without the records'
+  changed.remove(kernel);
+  CHECK(changed.task(call).duration_ns == 99);
+  CHECK(changed.task(kernel).removed);
+  CHECK(changed.task(call).correlation == wide);
+  CHECK(g.task(call).duration_ns == 10);
+  CHECK_FALSE(g.task(kernel).removed);
+  CHECK(sizeof(detail::TaskRecord) == 48);
 }

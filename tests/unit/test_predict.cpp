@@ -253,8 +253,8 @@ Graph chrome_trace_graph() {
     return g.add_task(t);
   };
   const TaskId mm = task(TaskKind::cpu, 1, "aten::mm", 20 * us);
-  GraphAccess::task(g, mm).phase = Phase::forward;
-  GraphAccess::task(g, mm).layer = g.intern("conv1\xc2\xb5");
+  GraphAccess::record(g, mm).phase = Phase::forward;
+  GraphAccess::record(g, mm).layer = g.intern("conv1\xc2\xb5");
   const TaskId launch = task(TaskKind::runtime, 1, "cudaLaunchKernel", 1500);
   const TaskId gemm = task(TaskKind::kernel, 0, "gemm \"x\"\\\n\xff", 50 * us);
   const TaskId removed = task(TaskKind::cpu, 1, "removed", 1 * us);

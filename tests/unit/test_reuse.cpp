@@ -195,7 +195,7 @@ TEST_CASE("iteration spans from the recorded order, or from a base's report colu
     // dataloader_workers renames CPU tasks of the data loading, which leaves the columns (cuda_graphs
     // renames runtime calls, which drops them)
     if (spec.starts_with("dataloader")) CHECK(report_columns_if_built(listed) != nullptr);
-    (void)GraphAccess::task(scanned, 0);  // drops what a what-if built on the way (RangeTasks sorts)
+    (void)GraphAccess::record(scanned, 0);  // drops what a what-if built on the way (RangeTasks sorts)
     REQUIRE(GraphAccess::recorded_order_if_built(scanned) == nullptr);
     REQUIRE(ordered.num_tasks() == scanned.num_tasks());
     const SimulationResult result = simulate(scanned);
@@ -348,13 +348,11 @@ TEST_CASE("what-ifs on a Predictor's base patch its edge table into the table bu
   CHECK(GraphAccess::edge_table_patches() > patches + 3);
 }
 
-TEST_CASE("a copy shares the task records until it changes one, and times set meanwhile reach them on their first read",
+TEST_CASE("a copy shares the task records until it changes one: times are columns, which no record copies",
           "[transform][reuse]") {
   Graph base;
   add_chain(base, 100);
-  (void)simulate(base);  // builds the task columns, which hold a copy's times while its records are shared
   const std::uint64_t base_print = base.fingerprint();
-  const std::uint64_t catch_ups = GraphAccess::record_catch_ups();
 
   Graph copy = base;
   copy.select().scale(3.0);  // TaskSet::scale reads the times it scales from the columns
@@ -363,23 +361,21 @@ TEST_CASE("a copy shares the task records until it changes one, and times set me
   CHECK(copy.duration_ns(5) == 30);
   CHECK(copy.release_ns(0) == 7);
   CHECK(simulate(copy).end_ns[99] == 7 + 100 * 30);  // the simulator reads the columns
-  CHECK(GraphAccess::record_catch_ups() == catch_ups);
 
-  const Graph copy_of_copy = copy;  // behind too: shares those records and the columns
-  CHECK(copy.task(5).duration_ns == 30);  // the first read of a record brings them up to date
+  const Graph copy_of_copy = copy;  // shares those records and the columns
+  CHECK(copy.task(5).duration_ns == 30);  // a task joins its record and its columns
   CHECK(copy.task(0).release_ns == 7);
-  CHECK(GraphAccess::record_catch_ups() == catch_ups + 1);
-  CHECK_FALSE(GraphAccess::shares_records(copy));
-  CHECK(copy_of_copy.task(99).duration_ns == 30);  // its own catch-up
-  CHECK(GraphAccess::record_catch_ups() == catch_ups + 2);
+  CHECK(copy_of_copy.task(99).duration_ns == 30);
+  CHECK(GraphAccess::shares_records(copy));  // reading copied nothing either
+  CHECK(GraphAccess::shares_records(copy_of_copy));
 
   Graph unshared = base;  // the same what-if on records copied first: the same graph
   unshared.rename(0, "");
+  CHECK_FALSE(GraphAccess::shares_records(unshared));
   unshared.select().scale(3.0);
   unshared.set_release(0, 7);
   CHECK(unshared.fingerprint() == copy.fingerprint());
   CHECK(unshared.fingerprint() == copy_of_copy.fingerprint());
-  CHECK(GraphAccess::record_catch_ups() == catch_ups + 2);  // set on records of its own: in place
 
   Graph renamed = base;  // a change of another field after a time: both kept
   renamed.set_duration(3, 77);
@@ -389,7 +385,7 @@ TEST_CASE("a copy shares the task records until it changes one, and times set me
   CHECK(base.task(3).duration_ns == 10);
   CHECK(base.fingerprint() == base_print);  // nothing reached the records the copies shared
 
-  Graph shared_by_readers = base;  // readers on several threads catch up once, each reading every time
+  Graph shared_by_readers = base;  // readers on several threads, reading and copying
   shared_by_readers.select().scale(2.0);
   std::atomic<int> wrong{0};
   std::vector<std::thread> readers;
@@ -401,6 +397,7 @@ TEST_CASE("a copy shares the task records until it changes one, and times set me
     });
   for (auto& reader : readers) reader.join();
   CHECK(wrong == 0);
+  CHECK(GraphAccess::shares_records(shared_by_readers));
 }
 
 TEST_CASE("the median launch call is kept with a graph and its copies, and follows every change of a task",
@@ -431,18 +428,17 @@ TEST_CASE("the median launch call is kept with a graph and its copies, and follo
   added.unit = cpu;
   copy.insert(added);  // {40}
   CHECK(median_launch_call_ns(copy) == 40);
-  GraphAccess::task(copy, static_cast<TaskId>(copy.num_tasks() - 1)).duration_ns = 50;  // a builder's write
+  GraphAccess::set_duration(copy, static_cast<TaskId>(copy.num_tasks() - 1), 50);  // a builder's write
   CHECK(median_launch_call_ns(copy) == 50);
   copy = g;  // assigned over: the original's value again
   CHECK(median_launch_call_ns(copy) == 30);
 }
 
-TEST_CASE("a copy copies only the pages of task records it changes, and catches up only the pages behind",
+TEST_CASE("a copy copies only the pages of task records it changes, and none for times",
           "[transform][reuse]") {
   constexpr TaskId kPage = static_cast<TaskId>(detail::TaskRecords::kPageRecords);
   Graph base;
   add_chain(base, 2 * kPage + 100);  // three pages, the last partly filled
-  (void)simulate(base);              // the task columns, which hold times set on shared pages
   const std::uint64_t base_print = base.fingerprint();
   REQUIRE(GraphAccess::record_pages(base) == 3);
 
@@ -451,14 +447,14 @@ TEST_CASE("a copy copies only the pages of task records it changes, and catches 
   CHECK(GraphAccess::own_record_pages(base) == 0);  // copied: the base shares its pages now too
   copy.rename(kPage + 5, "renamed");                 // the middle page, copied
   CHECK(GraphAccess::own_record_pages(copy) == 1);
-  copy.set_duration(2 * kPage + 7, 55);  // a shared page: the columns only
-  copy.set_duration(kPage + 9, 44);      // its own page: the record too
+  copy.set_duration(2 * kPage + 7, 55);  // times are columns: no page is copied
+  copy.set_duration(kPage + 9, 44);
+  copy.remove(3);  // nor for a removal
   CHECK(GraphAccess::own_record_pages(copy) == 1);
   CHECK(copy.duration_ns(2 * kPage + 7) == 55);
-  const std::uint64_t catch_ups = GraphAccess::record_catch_ups();
-  CHECK(copy.task(2 * kPage + 7).duration_ns == 55);  // the page behind is copied with its times
-  CHECK(GraphAccess::record_catch_ups() == catch_ups + 1);
-  CHECK(GraphAccess::own_record_pages(copy) == 2);  // the first page is still the base's
+  CHECK(copy.task(2 * kPage + 7).duration_ns == 55);
+  CHECK(copy.task(3).removed);
+  CHECK(GraphAccess::own_record_pages(copy) == 1);  // reading copied nothing
   CHECK(copy.task(kPage + 9).duration_ns == 44);
   CHECK(copy.name(kPage + 5) == "renamed");
   CHECK(base.task(2 * kPage + 7).duration_ns == 10);
@@ -471,6 +467,7 @@ TEST_CASE("a copy copies only the pages of task records it changes, and catches 
   whole.rename(kPage + 5, "renamed");
   whole.set_duration(2 * kPage + 7, 55);
   whole.set_duration(kPage + 9, 44);
+  whole.remove(3);
   CHECK(whole.fingerprint() == copy.fingerprint());
 
   // An insert on the shared partly filled last page copies it; one past a full page starts a new one.

@@ -162,7 +162,7 @@ TEST_CASE("faster_network scales collectives by factor, or sets bytes / bandwidt
   }
   SECTION("bandwidth: 2 MB at 100 Gbps (12.5 GB/s) = 160 us: all-reduce 85-245, sync 245-250, segment 250-320") {
     Graph g = base;
-    GraphAccess::task(g, allreduce).bytes = 2'000'000;
+    GraphAccess::set_bytes(g, allreduce, 2'000'000);
     const auto out = apply(g, "faster_network:bandwidth=100Gbps");
     CHECK(g.task(allreduce).duration_ns == 160 * us);
     CHECK(step_time(g) == 320 * us);

@@ -67,8 +67,8 @@ TEST_CASE("baseline pipeline simulates as designed", "[transform]") {
 
 TEST_CASE("select composes kind, name, unit, phase, iteration and predicates", "[transform]") {
   Pipeline p;
-  GraphAccess::task(p.g, p.k2).phase = Phase::backward;
-  GraphAccess::task(p.g, p.k2).iteration = 3;
+  GraphAccess::record(p.g, p.k2).phase = Phase::backward;
+  GraphAccess::record(p.g, p.k2).iteration = 3;
   CHECK(p.g.select().size() == 5);
   CHECK(p.g.select(TaskFilter().kind(TaskKind::kernel)).ids() == std::vector<TaskId>{p.k1, p.k2});
   Graph without_k1 = p.g;  // kinds alone: decided from the task columns, removed tasks left out

@@ -87,7 +87,7 @@ class WriteLock {
 struct TaskRef {
   GraphPtr box;
   TaskId id = kNoTask;
-  const Task& task() const { return box->graph.task(id); }
+  Task task() const { return box->graph.task(id); }
 };
 
 /// Python's `daydream.TaskSet`: task ids of one graph, in increasing order.
