@@ -625,7 +625,7 @@ std::shared_ptr<const EdgeTable> GraphAccess::edge_table_from_rows(const Graph& 
   auto table = std::make_shared<EdgeTable>();
   const GraphStorage& storage = graph.structure();
   EdgeStore thawed;
-  if (storage.frozen) thawed.thaw(*storage.frozen->table, storage.frozen->in_order);
+  if (storage.frozen) thawed.thaw(*storage.frozen->table, storage.frozen->order.expand(*storage.frozen->table));
   fill_edge_table(storage.frozen ? thawed : storage.edges, graph.num_tasks(), *graph.task_columns(), *table);
   return table;
 }
@@ -645,12 +645,43 @@ void GraphAccess::settle(Graph& graph) {
   columns.kind.shrink_to_fit();
 }
 
+PredecessorOrder::PredecessorOrder(const EdgeTable& table, const std::vector<std::uint32_t>& in_order)
+    : num_tasks_(table.num_tasks()), reordered_((num_tasks_ + 63) / 64, 0) {
+  first_.push_back(0);
+  for (TaskId v = 0; v < num_tasks_; ++v) {
+    const std::uint32_t begin = table.in_first[v], end = table.in_first[v + 1];
+    bool same = true;
+    for (std::uint32_t k = begin; k < end && same; ++k) same = in_order[k] == k;
+    if (same) continue;
+    reordered_[v >> 6] |= std::uint64_t{1} << (v & 63);
+    tasks_.push_back(v);
+    rows_.insert(rows_.end(), in_order.begin() + begin, in_order.begin() + end);
+    first_.push_back(static_cast<std::uint32_t>(rows_.size()));
+  }
+  tasks_.shrink_to_fit(), first_.shrink_to_fit(), rows_.shrink_to_fit();
+}
+
+const std::uint32_t* PredecessorOrder::row(TaskId v) const {
+  const auto at = static_cast<std::size_t>(std::lower_bound(tasks_.begin(), tasks_.end(), v) - tasks_.begin());
+  return rows_.data() + first_[at];
+}
+
+std::vector<std::uint32_t> PredecessorOrder::expand(const EdgeTable& table) const {
+  std::vector<std::uint32_t> in_order(table.in_edges.size());
+  std::iota(in_order.begin(), in_order.end(), 0u);
+  for (std::size_t r = 0; r < tasks_.size(); ++r)
+    std::copy(rows_.begin() + first_[r], rows_.begin() + first_[r + 1], in_order.begin() + table.in_first[tasks_[r]]);
+  return in_order;
+}
+
 void Graph::freeze_edges() {
   if (storage_->frozen || storage_.shared()) return;
   auto frozen = std::make_shared<FrozenEdges>();
   frozen->table = edge_table();
   GraphStorage& storage = storage_.unshared();  // its own already: the table stays
-  if (!storage.edges.predecessor_order(*frozen->table, frozen->in_order)) return;
+  std::vector<std::uint32_t> in_order;
+  if (!storage.edges.predecessor_order(*frozen->table, in_order)) return;
+  frozen->order = PredecessorOrder(*frozen->table, in_order);
   storage.frozen = std::move(frozen);
   storage.edges = EdgeStore();  // its memory goes
   storage.spare_table.reset();

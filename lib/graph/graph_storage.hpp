@@ -127,16 +127,40 @@ struct TopologicalRanks {
   bool valid = false;
 };
 
+/// Each task's predecessors in an edge store's order, where it is not the order of an EdgeTable's
+/// reverse rows (by source): only for the tasks whose rows differ, as most tasks have one
+/// predecessor or gained theirs by source (a bit a task, and 4 bytes a predecessor of the others).
+class PredecessorOrder {
+ public:
+  PredecessorOrder() = default;
+  /// From `in_order` (EdgeStore::predecessor_order: per slot of table.in_first, the index into
+  /// table.in_edges of the task's k-th in-edge in the store's order).
+  PredecessorOrder(const EdgeTable& table, const std::vector<std::uint32_t>& in_order);
+  /// `in_order` again, whole.
+  std::vector<std::uint32_t> expand(const EdgeTable& table) const;
+  /// Whether task v's predecessors in the store's order are not in the table's order.
+  bool reordered(TaskId v) const { return v < num_tasks_ && ((reordered_[v >> 6] >> (v & 63)) & 1) != 0; }
+  /// Task v's row (reordered(v)): its in-edges' indices into table.in_edges, in the store's order.
+  const std::uint32_t* row(TaskId v) const;
+  /// How many tasks have their own row (for tests and memory accounts).
+  std::size_t reordered_tasks() const { return tasks_.size(); }
+
+ private:
+  std::size_t num_tasks_ = 0;
+  std::vector<std::uint64_t> reordered_;  // a bit per task
+  std::vector<TaskId> tasks_;             // the reordered tasks, ascending
+  std::vector<std::uint32_t> first_;      // per reordered task (and one past): its row in rows_
+  std::vector<std::uint32_t> rows_;
+};
+
 /// A graph's edges at rest (Graph::freeze_edges, the end of build_graph): its simulator table,
-/// which holds every edge (successor rows in the store's order, with their kinds), and each
-/// task's predecessors in the store's order (the table's are by source): 4 bytes an edge on top
-/// of the table every simulation needs, where the editable store took 60-90 bytes a task. The
-/// first change of the structure thaws it into an EdgeStore again.
+/// which holds every edge (successor rows in the store's order, with their kinds), and the
+/// predecessors of the tasks whose store order is not the table's (by source): little on top of
+/// the table every simulation needs, where the editable store took 60-90 bytes a task. The first
+/// change of the structure thaws it into an EdgeStore again.
 struct FrozenEdges {
   std::shared_ptr<const EdgeTable> table;
-  /// Per predecessor slot (EdgeTable::in_first): the index into table->in_edges of the task's
-  /// k-th in-edge in the store's order (EdgeStore::predecessor_order).
-  std::vector<std::uint32_t> in_order;
+  PredecessorOrder order;
 
   std::size_t num_edges() const { return table->target.size(); }
   std::size_t out_degree(TaskId v) const { return table->first[v + 1] - table->first[v]; }
@@ -152,10 +176,18 @@ struct FrozenEdges {
   template <class F>
   bool each_in(TaskId v, F& f) const {
     const EdgeTable& t = *table;
-    for (auto k = t.in_first[v]; k < t.in_first[v + 1]; ++k) {
-      const InEdge& in = t.in_edges[in_order[k]];
-      if (!f(in.source, unpack_edge(in.kind, in.delay_ns, in.start_to_start))) return false;
+    const auto visit = [&](std::uint32_t i) {
+      const InEdge& in = t.in_edges[i];
+      return f(in.source, unpack_edge(in.kind, in.delay_ns, in.start_to_start));
+    };
+    if (order.reordered(v)) {
+      const std::uint32_t* row = order.row(v);
+      for (std::uint32_t k = 0, n = t.in_first[v + 1] - t.in_first[v]; k < n; ++k)
+        if (!visit(row[k])) return false;
+      return true;
     }
+    for (auto i = t.in_first[v]; i < t.in_first[v + 1]; ++i)
+      if (!visit(i)) return false;
     return true;
   }
 };
@@ -212,7 +244,7 @@ struct GraphStorage {
   /// edges of its own lets the table go as its spare instead (drop_table), so as not to hold two.
   void thaw() {
     if (!frozen) return;
-    edges.thaw(*frozen->table, frozen->in_order);
+    edges.thaw(*frozen->table, frozen->order.expand(*frozen->table));
     const bool shared = frozen.use_count() > 1 || table.use_count() > 2;  // here: `table` and frozen->table
     if (shared) copied_table = frozen->table;
     frozen.reset();
