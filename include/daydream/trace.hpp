@@ -170,13 +170,16 @@ class ShapeTable {
   OperandShape operand(std::size_t op, std::size_t input) const;
   /// Bytes the table holds, for memory checks.
   std::size_t memory_bytes() const;
-  /// Lets go of the room its arrays kept to grow (a table that is complete: a graph's).
+  /// Keeps each distinct list of inputs once, shared by the operators that recorded it (every
+  /// step of a training loop records the same shapes again), and lets go of the room its arrays
+  /// kept to grow: for a table that is complete (a graph's).
   void shrink_to_fit();
 
  private:
   struct Operator {
     std::int64_t key;
     std::uint32_t first_operand;
+    std::uint32_t operand_count;  ///< its inputs are operands_[first_operand, + operand_count)
   };
   struct Operand {
     std::uint32_t first_dim;

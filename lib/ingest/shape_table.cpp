@@ -1,13 +1,14 @@
 // ShapeTable: the operand shapes of recorded operators, flat (trace.hpp).
 #include <algorithm>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "daydream/trace.hpp"
 
 namespace daydream {
 
 void ShapeTable::begin_operator(std::int64_t key) {
-  operators_.push_back({key, static_cast<std::uint32_t>(operands_.size())});
+  operators_.push_back({key, static_cast<std::uint32_t>(operands_.size()), 0});
 }
 
 void ShapeTable::add_operand(std::span<const std::int64_t> dims, std::string_view type, bool tensor_list) {
@@ -25,13 +26,11 @@ void ShapeTable::add_operand(std::span<const std::int64_t> dims, std::string_vie
   const std::size_t rank = std::min<std::size_t>(dims.size(), 0xffff);
   operands_.push_back({static_cast<std::uint32_t>(dims_.size()), static_cast<std::uint16_t>(rank),
                        static_cast<std::uint8_t>(type_index), tensor_list});
+  ++operators_.back().operand_count;
   dims_.insert(dims_.end(), dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(rank));
 }
 
-std::size_t ShapeTable::operand_count(std::size_t op) const {
-  const std::size_t end = op + 1 < operators_.size() ? operators_[op + 1].first_operand : operands_.size();
-  return end - operators_[op].first_operand;
-}
+std::size_t ShapeTable::operand_count(std::size_t op) const { return operators_[op].operand_count; }
 
 OperandShape ShapeTable::operand(std::size_t op, std::size_t input) const {
   const Operand& o = operands_[operators_[op].first_operand + input];
@@ -42,10 +41,61 @@ OperandShape ShapeTable::operand(std::size_t op, std::size_t input) const {
   return out;
 }
 
+namespace {
+
+/// FNV-1a over bytes: a hash of one operator's inputs, to find the lists seen before.
+std::uint64_t mix(std::uint64_t h, const void* data, std::size_t size) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < size; ++i) h = (h ^ bytes[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+}  // namespace
+
 void ShapeTable::shrink_to_fit() {
+  std::vector<Operand> operands;
+  std::vector<std::int64_t> dims;
+  const auto same_list = [&](const Operator& kept, const Operator& op) {
+    if (kept.operand_count != op.operand_count) return false;
+    for (std::uint32_t i = 0; i < op.operand_count; ++i) {
+      const Operand& a = operands[kept.first_operand + i];
+      const Operand& b = operands_[op.first_operand + i];
+      if (a.rank != b.rank || a.type != b.type || a.tensor_list != b.tensor_list ||
+          !std::equal(dims.begin() + a.first_dim, dims.begin() + a.first_dim + a.rank, dims_.begin() + b.first_dim))
+        return false;
+    }
+    return true;
+  };
+  std::unordered_multimap<std::uint64_t, std::size_t> seen;  // hash of a list -> an operator holding it, kept
+  for (std::size_t op = 0; op < operators_.size(); ++op) {
+    Operator& o = operators_[op];
+    std::uint64_t h = mix(0xcbf29ce484222325ULL, &o.operand_count, sizeof o.operand_count);
+    for (std::uint32_t i = 0; i < o.operand_count; ++i) {
+      const Operand& operand = operands_[o.first_operand + i];
+      const std::uint8_t flags[2] = {operand.type, operand.tensor_list ? std::uint8_t{1} : std::uint8_t{0}};
+      h = mix(mix(h, flags, sizeof flags), &operand.rank, sizeof operand.rank);
+      h = mix(h, dims_.data() + operand.first_dim, operand.rank * sizeof(std::int64_t));
+    }
+    const auto [begin, end] = seen.equal_range(h);
+    const auto match = std::find_if(begin, end, [&](const auto& entry) { return same_list(operators_[entry.second], o); });
+    if (match != end) {
+      o.first_operand = operators_[match->second].first_operand;
+      continue;
+    }
+    const auto first = static_cast<std::uint32_t>(operands.size());
+    for (std::uint32_t i = 0; i < o.operand_count; ++i) {
+      Operand operand = operands_[o.first_operand + i];
+      const auto from = dims_.begin() + operand.first_dim;
+      operand.first_dim = static_cast<std::uint32_t>(dims.size());
+      dims.insert(dims.end(), from, from + operand.rank);
+      operands.push_back(operand);
+    }
+    o.first_operand = first;
+    seen.emplace(h, op);
+  }
   operators_.shrink_to_fit();
-  operands_.shrink_to_fit();
-  dims_.shrink_to_fit();
+  operands_ = std::vector<Operand>(operands.begin(), operands.end());  // exact sizes
+  dims_ = std::vector<std::int64_t>(dims.begin(), dims.end());
 }
 
 void ShapeTable::append(const ShapeTable& other, std::size_t op, std::int64_t key) {

@@ -277,3 +277,43 @@ TEST_CASE("a task is joined from its record and its columns, with its bytes kept
   CHECK_FALSE(g.task(kernel).removed);
   CHECK(sizeof(detail::TaskRecord) == 48);
 }
+
+TEST_CASE("a complete shape table keeps each distinct list of inputs once", "[graph][shapes]") {
+  ShapeTable table;
+  const auto add = [&](std::int64_t key, std::vector<std::vector<std::int64_t>> dims, std::string_view type,
+                       bool list = false) {
+    table.begin_operator(key);
+    for (const auto& d : dims) table.add_operand(d, type, list);
+  };
+  for (int step = 0; step < 50; ++step) {  // a training loop: every step records the same shapes
+    add(10 * step + 0, {{32, 3, 224, 224}, {64, 3, 7, 7}}, "float");
+    add(10 * step + 1, {{32, 1000}}, "float");
+    add(10 * step + 2, {{32, 3, 224, 224}, {64, 3, 7, 7}}, "c10::Half");  // another type
+    add(10 * step + 3, {{32, 1000}}, "float", true);                     // a tensor list
+    add(10 * step + 4, {{32, 1000}, {}}, "float");                       // one more input
+    add(10 * step + 5, {{32, 1001}}, "float");                           // another size
+    table.begin_operator(10 * step + 6);                                  // no inputs
+  }
+  const auto read = [](const ShapeTable& t) {
+    std::vector<std::tuple<std::int64_t, std::vector<std::int64_t>, std::string, bool>> out;
+    for (std::size_t op = 0; op < t.size(); ++op)
+      for (std::size_t i = 0; i < t.operand_count(op); ++i) {
+        const OperandShape o = t.operand(op, i);
+        out.emplace_back(t.key(op), std::vector<std::int64_t>(o.dims.begin(), o.dims.end()), std::string(o.type),
+                         o.tensor_list);
+      }
+    return out;
+  };
+  const auto before = read(table);
+  const std::size_t bytes = table.memory_bytes();
+  table.shrink_to_fit();
+  CHECK(read(table) == before);  // every operator reads its own inputs
+  CHECK(table.size() == 350);
+  CHECK(table.operand_count(6) == 0);
+  // 350 operators of 16 bytes; 9 operands (8 bytes) and 24 dimensions (8 bytes) kept once, not 50
+  // times; the types' strings.
+  CHECK(table.memory_bytes() <= 350 * 16 + 9 * 8 + 24 * 8 + 3 * (sizeof(std::string) + 16));
+  CHECK(table.memory_bytes() < bytes / 2);
+  table.shrink_to_fit();  // again: nothing changes
+  CHECK(read(table) == before);
+}
