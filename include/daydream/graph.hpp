@@ -388,6 +388,7 @@ class CowPtr {
   CowPtr& operator=(CowPtr&&) noexcept = default;
   /// The value, shared: change only what copies may share (caches under their own lock).
   T* operator->() const { return value_.get(); }
+  T* get() const { return value_.get(); }
   T& operator*() const { return *value_; }
   /// The value, unshared for a change.
   T& unshared() {
@@ -831,8 +832,8 @@ class Graph {
   /// Flags a task removed (its edges are gone already).
   void mark_removed(TaskId id, TaskColumns& columns);
   void ensure_ranks();
-  /// Room for this many tasks and edges (build_graph's estimate from the trace's events).
-  void reserve(std::size_t tasks, std::size_t edges);
+  /// Room for this many tasks, task records and edges (GraphAccess::reserve).
+  void reserve(std::size_t tasks, std::size_t records, std::size_t edges);
   std::vector<TaskId> path_between(const std::vector<TaskId>& sources, const std::vector<TaskId>& targets,
                                    std::vector<TaskId>* reached = nullptr);
   bool reorder_ranks(TaskId from, TaskId to, std::vector<TaskId> after);

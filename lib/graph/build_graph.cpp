@@ -121,9 +121,11 @@ Graph build_graph(const Trace& trace, const GraphOptions& options) {
   BuildContext ctx(trace, options, graph);
   ctx.origin = trace_origin(trace);
   graph.origin_ns = ctx.origin;
-  // Real traces give 1.5-1.8 tasks and about 2 edges per event: room for the fewest, and the
-  // records past it come page by page (the columns are brought to their exact size at the end).
-  GraphAccess::reserve(graph, 3 * trace.events.size() / 2 + 64, 5 * trace.events.size() / 2 + 64);
+  // Real traces give 1.5-1.8 tasks and about 2 edges per event; capacity never touched costs
+  // address space only. The task records take room for the fewest tasks, and pages past it one
+  // by one; the columns are brought to their exact size at the end.
+  GraphAccess::reserve(graph, 2 * trace.events.size() + 64, 3 * trace.events.size() / 2 + 64,
+                       5 * trace.events.size() / 2 + 64);
   index_events(ctx);
   calibrate_latencies(ctx);
   build_cpu_tasks(ctx);

@@ -719,13 +719,13 @@ std::shared_ptr<const std::vector<TaskId>> Graph::recorded_order() const {
 }
 
 TaskColumns& Graph::task_columns_for_change() {
-  if (!columns_.held()) columns_ = CowPtr<TaskColumns>(std::make_shared<TaskColumns>());  // a graph moved from
+  if (!columns_.get()) columns_ = CowPtr<TaskColumns>(std::make_shared<TaskColumns>());  // a graph moved from
   return columns_.unshared();
 }
 const GraphStorage& Graph::structure() const { return *storage_; }
 
-void Graph::reserve(std::size_t tasks, std::size_t edges) {
-  records_.reserve(tasks);
+void Graph::reserve(std::size_t tasks, std::size_t records, std::size_t edges) {
+  records_.reserve(records);
   TaskColumns& columns = task_columns_for_change();
   columns.duration_ns.reserve(tasks);
   columns.release_ns.reserve(tasks);

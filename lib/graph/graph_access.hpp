@@ -41,7 +41,11 @@ struct GraphAccess {
     graph.set_durations(ids, durations);
   }
   /// Room for a graph being built: growing its arrays by doubling page-faults in twice their size.
-  static void reserve(Graph& graph, std::size_t tasks, std::size_t edges) { graph.reserve(tasks, edges); }
+  /// `tasks` for the columns and the editable edges, which a build brings to their exact size (or
+  /// frees), `records` for the task records, whose room stays with the graph.
+  static void reserve(Graph& graph, std::size_t tasks, std::size_t records, std::size_t edges) {
+    graph.reserve(tasks, records, edges);
+  }
   /// The simulator's flat copy of the edges (graph/graph_storage.hpp).
   static std::shared_ptr<const EdgeTable> edge_table(const Graph& graph) { return graph.edge_table(); }
   /// What copies of a base graph would otherwise each compute on first use: its recorded order
