@@ -794,8 +794,9 @@ class Graph {
   }
   /// Task `id`'s record, on a page of the graph's own, for a change.
   detail::TaskRecord& record_for_change(TaskId id) { return records_.for_change(id); }
-  /// Task::bytes of a task whose record has_bytes.
-  std::int64_t bytes_of(TaskId id) const;
+  /// Task::bytes of a task whose record has_bytes. Pure (reads the graph only), so that a caller
+  /// of task() that reads no bytes makes no call.
+  [[gnu::pure]] std::int64_t bytes_of(TaskId id) const;
   /// Sets Task::bytes (kNone: none).
   void set_bytes(TaskId id, std::int64_t bytes);
   /// Sets a task's times (unchecked: usable_times counts the unusable ones for the simulator).

@@ -784,7 +784,7 @@ void Graph::add_edge(TaskId from, TaskId to, Edge edge) {
   if (from >= n || to >= n) throw Error(fmt::format("add_edge: unknown task ({} -> {}, {} tasks)", from, to, n));
   if (from == to) throw Error(fmt::format("add_edge: task {} '{}' cannot depend on itself", from, name(from)));
   for (TaskId t : {from, to})
-    if (task(t).removed) throw Error(fmt::format("add_edge: task {} '{}' was removed", t, name(t)));
+    if (removed(t)) throw Error(fmt::format("add_edge: task {} '{}' was removed", t, name(t)));
   structure().edges.add(from, to, edge);
   storage_->ranks.valid = false;
 }
