@@ -105,8 +105,9 @@ enum class Phase : std::uint8_t { unknown, forward, backward, update, data_loadi
 inline constexpr std::size_t kPhaseCount = 5;
 std::string_view to_string(Phase phase);
 
-/// Fields are grouped by size so that the record packs into 80 bytes (a graph holds one per task,
-/// and a what-if copies the pages of them it changes).
+/// A task's fields, as Graph::task returns them. A graph does not keep this struct: it keeps the
+/// fields the simulator reads as columns (TaskColumns) and the others as a 48-byte record
+/// (detail::TaskRecord), so a task costs it 70 bytes, and a what-if copies only the part it changes.
 struct Task {
   TaskKind kind = TaskKind::cpu;
   Phase phase = Phase::unknown;
@@ -132,7 +133,7 @@ struct Task {
   /// not a kernel, or inserted by a transformation).
   std::int32_t launch = -1;
 };
-static_assert(sizeof(Task) <= 80, "Task packs into 80 bytes (the fields grouped by size)");
+static_assert(sizeof(Task) <= 80, "Task packs into 80 bytes (the fields grouped by size): a value cheap to return");
 
 /// What the trace shows holding a task back besides its edges (docs/simulator.md). Few tasks of a
 /// trace have one and most traces none, so the graph keeps them beside the task records
@@ -470,13 +471,6 @@ struct TaskColumns {
     kind.push_back(task.kind);
     unusable += !usable_times(task.duration_ns, task.release_ns);
   }
-  /// Task `id`'s fields held here, from `task` (a builder's write of a whole task).
-  void set(TaskId id, const Task& task) {
-    set_times(id, task.duration_ns, task.release_ns);
-    unit[id] = task.unit;
-    removed[id] = task.removed ? 1 : 0;
-    kind[id] = task.kind;
-  }
   void set_times(TaskId id, TimeNs duration, TimeNs release) {
     unusable -= !usable_times(duration_ns[id], release_ns[id]);
     duration_ns[id] = duration;
@@ -540,10 +534,6 @@ inline Task join_task(const TaskRecord& record, const TaskColumns& columns, Task
   return task;
 }
 
-}  // namespace detail
-
-namespace detail {
-
 /// A graph's task records (TaskRecord: the fields other than TaskColumns'), in pages of
 /// kPageRecords that its copies share page by page until one of them changes a record of the page
 /// (copy-on-write): a what-if copies the pages it changes, not every record, and one that only
@@ -555,7 +545,7 @@ namespace detail {
 class TaskRecords {
  public:
   static constexpr unsigned kPageBits = 11;
-  static constexpr std::size_t kPageRecords = std::size_t{1} << kPageBits;  ///< 2,048 records, 112 KiB
+  static constexpr std::size_t kPageRecords = std::size_t{1} << kPageBits;  ///< 2,048 records, 96 KiB
   static constexpr std::size_t kPageMask = kPageRecords - 1;
 
   TaskRecords() = default;
