@@ -176,6 +176,10 @@ TEST_CASE("a built graph keeps its edges frozen", "[graph][frozen]") {
   ]})");
   CHECK(GraphAccess::edges_frozen(g));
   CHECK(g.num_edges() >= 3);
+  // settled: the columns keep no room a builder reserved
+  const auto columns = GraphAccess::task_columns(g);
+  CHECK(columns->duration_ns.capacity() == g.num_tasks());
+  CHECK(columns->kind.capacity() == g.num_tasks());
   const TaskId kernel = test::task_named(g, "k");
   const auto in = g.predecessors(kernel);
   REQUIRE(in.size() == 1);
