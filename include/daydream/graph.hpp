@@ -459,8 +459,8 @@ struct TaskColumns {
   RoomyVector<TimeNs> release_ns;
   RoomyVector<UnitId> unit;
   RoomyVector<std::uint8_t> removed;
-  RoomyVector<TaskKind> kind;
-  std::size_t unusable = 0;  ///< tasks, removed ones too, whose times are not usable_times()
+  RoomyVector<TaskKind> kind;  ///< not read by the simulator: lets Graph::select skip whole kinds
+  std::size_t unusable = 0;    ///< tasks, removed ones too, whose times are not usable_times()
 
   std::size_t size() const { return kind.size(); }
   void append(const Task& task) {

@@ -658,7 +658,9 @@ PredecessorOrder::PredecessorOrder(const EdgeTable& table, const std::vector<std
     rows_.insert(rows_.end(), in_order.begin() + begin, in_order.begin() + end);
     first_.push_back(static_cast<std::uint32_t>(rows_.size()));
   }
-  tasks_.shrink_to_fit(), first_.shrink_to_fit(), rows_.shrink_to_fit();
+  tasks_.shrink_to_fit();
+  first_.shrink_to_fit();
+  rows_.shrink_to_fit();
 }
 
 const std::uint32_t* PredecessorOrder::row(TaskId v) const {

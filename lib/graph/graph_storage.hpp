@@ -142,8 +142,6 @@ class PredecessorOrder {
   bool reordered(TaskId v) const { return v < num_tasks_ && ((reordered_[v >> 6] >> (v & 63)) & 1) != 0; }
   /// Task v's row (reordered(v)): its in-edges' indices into table.in_edges, in the store's order.
   const std::uint32_t* row(TaskId v) const;
-  /// How many tasks have their own row (for tests and memory accounts).
-  std::size_t reordered_tasks() const { return tasks_.size(); }
 
  private:
   std::size_t num_tasks_ = 0;
