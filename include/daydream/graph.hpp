@@ -463,6 +463,21 @@ struct TaskColumns {
   std::size_t unusable = 0;    ///< tasks, removed ones too, whose times are not usable_times()
 
   std::size_t size() const { return kind.size(); }
+  void reserve(std::size_t tasks) {
+    duration_ns.reserve(tasks);
+    release_ns.reserve(tasks);
+    unit.reserve(tasks);
+    removed.reserve(tasks);
+    kind.reserve(tasks);
+  }
+  /// Lets go of the room to grow (a graph at rest).
+  void shrink_to_fit() {
+    duration_ns.shrink_to_fit();
+    release_ns.shrink_to_fit();
+    unit.shrink_to_fit();
+    removed.shrink_to_fit();
+    kind.shrink_to_fit();
+  }
   void append(const Task& task) {
     duration_ns.push_back(task.duration_ns);
     release_ns.push_back(task.release_ns);

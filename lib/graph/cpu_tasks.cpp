@@ -296,7 +296,8 @@ void layers_from_forward_ops(BuildContext& ctx) {
     if (t.phase == Phase::forward && t.layer != 0) forward_layer.emplace(sequence, t.layer);
   }
   for (const auto& [task, sequence] : ctx.task_sequence) {
-    if (ctx.graph.task(task).phase != Phase::backward || ctx.graph.task(task).layer != 0) continue;
+    const Task current = ctx.graph.task(task);
+    if (current.phase != Phase::backward || current.layer != 0) continue;
     detail::TaskRecord& t = GraphAccess::record(ctx.graph, task);
     if (auto it = forward_layer.find(sequence); it != forward_layer.end()) {
       t.layer = it->second;

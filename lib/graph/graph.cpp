@@ -636,13 +636,7 @@ void GraphAccess::freeze_edges(Graph& graph) { graph.freeze_edges(); }
 
 void GraphAccess::settle(Graph& graph) {
   graph.freeze_edges();
-  if (graph.columns_.shared()) return;
-  TaskColumns& columns = graph.task_columns_for_change();
-  columns.duration_ns.shrink_to_fit();
-  columns.release_ns.shrink_to_fit();
-  columns.unit.shrink_to_fit();
-  columns.removed.shrink_to_fit();
-  columns.kind.shrink_to_fit();
+  if (!graph.columns_.shared()) graph.task_columns_for_change().shrink_to_fit();
 }
 
 PredecessorOrder::PredecessorOrder(const EdgeTable& table, const std::vector<std::uint32_t>& in_order)
@@ -728,12 +722,7 @@ const GraphStorage& Graph::structure() const { return *storage_; }
 
 void Graph::reserve(std::size_t tasks, std::size_t records, std::size_t edges) {
   records_.reserve(records);
-  TaskColumns& columns = task_columns_for_change();
-  columns.duration_ns.reserve(tasks);
-  columns.release_ns.reserve(tasks);
-  columns.unit.reserve(tasks);
-  columns.removed.reserve(tasks);
-  columns.kind.reserve(tasks);
+  task_columns_for_change().reserve(tasks);
   structure().edges.reserve(tasks, edges);
 }
 
@@ -755,10 +744,18 @@ TaskId Graph::add_task(Task task) {
   return id;
 }
 
+namespace {
+
+/// Task `id`'s entry in a graph's list of sizes by id, or where it would go.
+template <class Entries>
+auto bytes_entry(Entries& all, TaskId id) {
+  return std::lower_bound(all.begin(), all.end(), id, [](const detail::TaskBytes& b, TaskId t) { return b.task < t; });
+}
+
+}  // namespace
+
 std::int64_t Graph::bytes_of(TaskId id) const {
-  const auto& all = *task_bytes_;
-  const auto it = std::lower_bound(all.begin(), all.end(), id, [](const detail::TaskBytes& b, TaskId t) { return b.task < t; });
-  return it->bytes;  // the record has_bytes: it is there
+  return bytes_entry(*task_bytes_, id)->bytes;  // the record has_bytes: it is there
 }
 
 void Graph::set_bytes(TaskId id, std::int64_t bytes) {
@@ -768,7 +765,7 @@ void Graph::set_bytes(TaskId id, std::int64_t bytes) {
   else if (task_bytes_.use_count() == 1)  // the graph's own (made here, not const)
     all = std::const_pointer_cast<std::vector<detail::TaskBytes>>(std::move(task_bytes_));
   else all = std::make_shared<std::vector<detail::TaskBytes>>(*task_bytes_);
-  const auto it = std::lower_bound(all->begin(), all->end(), id, [](const detail::TaskBytes& b, TaskId t) { return b.task < t; });
+  const auto it = bytes_entry(*all, id);
   const bool found = it != all->end() && it->task == id;
   if (bytes == kNone) {
     if (found) all->erase(it);

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "common/fnv1a.hpp"
 #include "daydream/trace.hpp"
 
 namespace daydream {
@@ -41,17 +42,6 @@ OperandShape ShapeTable::operand(std::size_t op, std::size_t input) const {
   return out;
 }
 
-namespace {
-
-/// FNV-1a over bytes: a hash of one operator's inputs, to find the lists seen before.
-std::uint64_t mix(std::uint64_t h, const void* data, std::size_t size) {
-  const auto* bytes = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < size; ++i) h = (h ^ bytes[i]) * 0x100000001b3ULL;
-  return h;
-}
-
-}  // namespace
-
 void ShapeTable::shrink_to_fit() {
   std::vector<Operand> operands;
   std::vector<std::int64_t> dims;
@@ -69,13 +59,14 @@ void ShapeTable::shrink_to_fit() {
   std::unordered_multimap<std::uint64_t, std::size_t> seen;  // hash of a list -> an operator holding it, kept
   for (std::size_t op = 0; op < operators_.size(); ++op) {
     Operator& o = operators_[op];
-    std::uint64_t h = mix(0xcbf29ce484222325ULL, &o.operand_count, sizeof o.operand_count);
+    Fnv1a list;  // of this operator's inputs
+    list.integer(o.operand_count);
     for (std::uint32_t i = 0; i < o.operand_count; ++i) {
       const Operand& operand = operands_[o.first_operand + i];
-      const std::uint8_t flags[2] = {operand.type, operand.tensor_list ? std::uint8_t{1} : std::uint8_t{0}};
-      h = mix(mix(h, flags, sizeof flags), &operand.rank, sizeof operand.rank);
-      h = mix(h, dims_.data() + operand.first_dim, operand.rank * sizeof(std::int64_t));
+      list.integer(operand.type), list.integer(operand.tensor_list), list.integer(operand.rank);
+      for (std::uint16_t d = 0; d < operand.rank; ++d) list.integer(dims_[operand.first_dim + d]);
     }
+    const std::uint64_t h = list.value();
     const auto [begin, end] = seen.equal_range(h);
     const auto match = std::find_if(begin, end, [&](const auto& entry) { return same_list(operators_[entry.second], o); });
     if (match != end) {
