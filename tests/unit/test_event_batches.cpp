@@ -25,13 +25,17 @@ namespace {
 
 using Found = EventsArray::Found;
 
+/// Both ways of reading batches: on the parse's thread, and on two threads (batch_reading.hpp).
+constexpr BatchThreads kThreads[] = {BatchThreads::one, BatchThreads::two};
+
 /// The batch parse of `json` held in memory.
-std::optional<Trace> in_batches(const std::string& json, std::size_t batch_bytes) {
+std::optional<Trace> in_batches(const std::string& json, std::size_t batch_bytes,
+                                BatchThreads threads = BatchThreads::automatic) {
   kineto::MemoryWindow window(json);
-  return parse_kineto_batches(window, "<memory>", batch_bytes, json.size());
+  return parse_kineto_batches(window, "<memory>", batch_bytes, json.size(), threads);
 }
 
-/// The same from a file, read `block` bytes at a time.
+/// The same from a file, read `block` bytes at a time (on one thread: the window moves its text).
 std::optional<Trace> streamed_in_batches(const std::filesystem::path& path, std::size_t block, std::size_t batch_bytes) {
   InputStream in(path);
   std::optional<Trace> trace;
@@ -45,12 +49,12 @@ std::optional<Trace> streamed_in_batches(const std::filesystem::path& path, std:
 
 /// The same from a small file, filled `step` bytes at a time into one buffer sized for `expected`.
 std::optional<Trace> filled_in_batches(const std::filesystem::path& path, std::size_t expected, std::size_t step,
-                                       std::size_t batch_bytes) {
+                                       std::size_t batch_bytes, BatchThreads threads = BatchThreads::automatic) {
   InputStream in(path);
   std::optional<Trace> trace;
   {
     kineto::FillingWindow window(in, expected, step);
-    trace = parse_kineto_batches(window, "<memory>", batch_bytes, in.size_hint());
+    trace = parse_kineto_batches(window, "<memory>", batch_bytes, in.size_hint(), threads);
   }
   if (trace) trace->bytes_read = in.decoded_bytes();
   return trace;
@@ -113,11 +117,13 @@ TEST_CASE("event batches: every batch size gives the one-piece Trace, in memory 
   const Trace whole = parse_kineto_whole(kDocument, "<memory>");
   REQUIRE(whole.events.size() == 4);
   for (std::size_t batch = 1; batch <= kDocument.size() + 1; ++batch) {
-    CAPTURE(batch);
-    const std::optional<Trace> batched = in_batches(kDocument, batch);
-    REQUIRE(batched.has_value());  // a cut inside a name's "}, {" is refused, and the next one taken
-    test::require_same_trace(whole, *batched);
-    CHECK(batched->bytes_read == kDocument.size());
+    for (const BatchThreads threads : kThreads) {
+      CAPTURE(batch, threads == BatchThreads::two);
+      const std::optional<Trace> batched = in_batches(kDocument, batch, threads);
+      REQUIRE(batched.has_value());  // a cut inside a name's "}, {" is refused, and the next one taken
+      test::require_same_trace(whole, *batched);
+      CHECK(batched->bytes_read == kDocument.size());
+    }
   }
   // From a stream, in blocks that end anywhere, plain or in two gzip members.
   const auto plain = write_file("document.json", kDocument);
@@ -132,10 +138,12 @@ TEST_CASE("event batches: every batch size gives the one-piece Trace, in memory 
         test::require_same_trace(whole, *streamed);
         // One buffer filled as the parse goes: sized right, too small (it grows), or unsized.
         for (std::size_t expected : {kDocument.size(), kDocument.size() / 3, std::size_t{0}}) {
-          CAPTURE(expected);
-          const std::optional<Trace> filled = filled_in_batches(path, expected, block, batch);
-          REQUIRE(filled.has_value());
-          test::require_same_trace(whole, *filled);
+          for (const BatchThreads threads : kThreads) {
+            CAPTURE(expected, threads == BatchThreads::two);
+            const std::optional<Trace> filled = filled_in_batches(path, expected, block, batch, threads);
+            REQUIRE(filled.has_value());
+            test::require_same_trace(whole, *filled);
+          }
         }
       }
     }
@@ -145,7 +153,9 @@ TEST_CASE("event batches: every batch size gives the one-piece Trace, in memory 
   const std::size_t open = kDocument.find("[\n  {"), close = kDocument.find("\n ],");
   const std::string array = kDocument.substr(open, close - open) + "]";
   const Trace whole_array = parse_kineto_whole(array, "<memory>");
-  for (std::size_t batch : {1, 100, 1000}) test::require_same_trace(whole_array, in_batches(array, batch).value());
+  for (std::size_t batch : {1, 100, 1000}) {
+    for (const BatchThreads threads : kThreads) test::require_same_trace(whole_array, in_batches(array, batch, threads).value());
+  }
 }
 
 TEST_CASE("event batches: what no cut parses is left to the one-piece parse, which names the problem",
@@ -154,15 +164,19 @@ TEST_CASE("event batches: what no cut parses is left to the one-piece parse, whi
   std::string nested = R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"x": [)";
   for (int i = 0; i < 40; ++i) nested += "{}, ";
   nested += R"({}]}}]})";
-  CHECK_FALSE(in_batches(nested, 1).has_value());
-  CHECK(in_batches(nested, nested.size()).has_value());  // no cut asked: one batch
+  for (const BatchThreads threads : kThreads) {
+    CHECK_FALSE(in_batches(nested, 1, threads).has_value());
+    CHECK(in_batches(nested, nested.size(), threads).has_value());  // no cut asked: one batch
+  }
   CHECK(parse_kineto_json(nested).events.size() == 1);   // the reader parses it whole instead
   // Malformed documents: nothing from the batches; the one-piece parse's error names the event.
   const std::string bad_event = R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1, "pid": 1, "tid": 1}, {"ph": tru}]})";
   for (const std::string& bad : {bad_event, kDocument.substr(0, kDocument.size() / 2), kDocument + " {}",
                                  std::string(R"({"schemaVersion": 1})"), std::string("  ")}) {
     CAPTURE(bad);
-    for (std::size_t batch : {1, 64, 100'000}) CHECK_FALSE(in_batches(bad, batch).has_value());
+    for (std::size_t batch : {1, 64, 100'000}) {
+      for (const BatchThreads threads : kThreads) CHECK_FALSE(in_batches(bad, batch, threads).has_value());
+    }
   }
   // A gzip stream cut short or followed by garbage: the filling window gives way, and load_trace's
   // whole-file path names the problem.
@@ -170,7 +184,7 @@ TEST_CASE("event batches: what no cut parses is left to the one-piece parse, whi
                                     std::pair{"garbage.json.gz", test::gzip_member(kDocument) + "garbage!"}}) {
     const auto path = write_file(name, bytes);
     CAPTURE(name);
-    CHECK_FALSE(filled_in_batches(path, kDocument.size(), 64, 100).has_value());
+    for (const BatchThreads threads : kThreads) CHECK_FALSE(filled_in_batches(path, kDocument.size(), 64, 100, threads).has_value());
     CHECK_THROWS_WITH(load_trace(path), Catch::Contains(path.string()) && Catch::Contains("corrupt or truncated gzip stream"));
     std::filesystem::remove(path);
   }
@@ -192,15 +206,22 @@ TEST_CASE("event batches: every Kineto trace in ../shared gives the one-piece Tr
       CAPTURE(path.string());
       InputFile file = read_input_file(path);
       const Trace whole = parse_kineto_whole(file.contents, "<memory>");
-      const std::optional<Trace> batched = in_batches(file.contents, 4096);
-      REQUIRE(batched.has_value());
-      test::require_same_trace(whole, *batched);
+      for (const BatchThreads threads : kThreads) {
+        const std::optional<Trace> batched = in_batches(file.contents, 4096, threads);
+        REQUIRE(batched.has_value());
+        test::require_same_trace(whole, *batched);
+      }
       const std::optional<Trace> streamed = streamed_in_batches(path, 100'000, 65536);
       REQUIRE(streamed.has_value());
       test::require_same_trace(whole, *streamed);
-      const std::optional<Trace> filled = filled_in_batches(path, file.contents.size(), 100'000, 65536);
-      REQUIRE(filled.has_value());
-      test::require_same_trace(whole, *filled);
+      for (const BatchThreads threads : kThreads) {
+        // Sized right, and too small: batches in flight keep reading the buffer the text outgrew.
+        for (const std::size_t expected : {file.contents.size(), file.contents.size() / 5}) {
+          const std::optional<Trace> filled = filled_in_batches(path, expected, 100'000, 65536, threads);
+          REQUIRE(filled.has_value());
+          test::require_same_trace(whole, *filled);
+        }
+      }
       ++compared;
     }
   }

@@ -7,6 +7,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/huge_pages.hpp"
 #include "ingest/padding.hpp"
@@ -126,6 +127,7 @@ struct FillingWindow::Filler {
   InputStream& in;
   std::size_t block;
   std::unique_ptr<char[]> data;
+  std::vector<std::unique_ptr<char[]>> outgrown;  // earlier buffers: views of their text stay valid
   std::size_t capacity = 0;
   std::size_t filled = 1;
   bool ended = false, need_room = false, stop = false;
@@ -145,6 +147,7 @@ struct FillingWindow::Filler {
     std::unique_ptr<char[]> bigger(new char[bytes + 2 + kInputPadding]);  // not zeroed: written first
     advise_huge_pages(bigger.get(), bytes + 2 + kInputPadding);
     if (data) std::memcpy(bigger.get(), data.get(), filled);
+    if (data) outgrown.push_back(std::move(data));
     data = std::move(bigger);
     capacity = bytes;
   }

@@ -42,6 +42,9 @@ class TextWindow {
   virtual std::string_view text() const = 0;
   /// Whether the window held the whole document from the start.
   virtual bool whole() const = 0;
+  /// Whether text the window has shown stays where it is until the window ends, as it reads on
+  /// and drops text, changed by frame() alone: views of it can be read on another thread meanwhile.
+  virtual bool stable() const { return false; }
   /// Reads on, widening the window; false at the document's end.
   virtual bool read_more() = 0;
   /// The window's first n bytes are done with.
@@ -60,6 +63,7 @@ class MemoryWindow final : public TextWindow {
   explicit MemoryWindow(std::string_view json) : json_(json) {}
   std::string_view text() const override { return json_; }
   bool whole() const override { return true; }
+  bool stable() const override { return true; }
   bool read_more() override { return false; }
   void drop(std::size_t n) override { json_.remove_prefix(n); }
 
@@ -79,7 +83,8 @@ namespace daydream::kineto {
 /// A small stream's whole decoded text in one buffer, which a second thread fills (inflating)
 /// while the parse reads what is there: no copies, no zeroing, and the inflating behind the parse.
 /// The window shows only bytes with kInputPadding more after them until the stream ends, so that
-/// the parser never reads where the other thread writes.
+/// the parser never reads where the other thread writes. Where the stream outgrows the buffer, a
+/// bigger one takes its text and the old one stays until the window ends (stable).
 class FillingWindow final : public TextWindow {
  public:
   /// `expected`: the decoded size the stream announces (0: unknown); the buffer grows past it.
@@ -87,6 +92,7 @@ class FillingWindow final : public TextWindow {
   ~FillingWindow() override;
   std::string_view text() const override;
   bool whole() const override { return false; }
+  bool stable() const override { return true; }
   bool read_more() override;
   void drop(std::size_t n) override { begin_ += n; }
   std::string_view frame(std::size_t end, std::string& scratch) override;

@@ -1,7 +1,5 @@
-// Kineto Chrome-trace JSON -> Trace, in one pass with simdjson On-Demand.
-//
-// Timestamps are parsed from the number tokens themselves ("1712195495519695.8" us) into integer
-// nanoseconds: a double cannot hold 16 significant digits plus a fraction exactly.
+// Kineto Chrome-trace JSON -> Trace, in one pass with simdjson On-Demand: each event is read
+// (event_reader.hpp), then normalised into the Trace's tables.
 #include "ingest/kineto/kineto_reader.hpp"
 
 #include <simdjson.h>
@@ -12,13 +10,17 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 
 #include "common/huge_pages.hpp"
 #include "common/text.hpp"
 #include "daydream/error.hpp"
 #include "ingest/clock_alignment.hpp"
+#include "ingest/kineto/batch_reading.hpp"
 #include "ingest/kineto/event_batches.hpp"
+#include "ingest/kineto/event_reader.hpp"
 #include "ingest/kineto/event_stream.hpp"
 #include "ingest/kineto/kineto_event.hpp"
 #include "ingest/kineto/recorded_operands.hpp"
@@ -87,16 +89,17 @@ SyncKind sync_kind_of(std::string_view text) {
   return SyncKind::unknown;
 }
 
-// Integers written as floating-point numbers ("stream": 7.0); out-of-range values count as absent.
-std::int64_t integral(double value) {
-  if (!(value > -9.2e18 && value < 9.2e18)) return kNone;
-  return static_cast<std::int64_t>(value);
-}
-
 std::optional<std::int64_t> id_value(const FlexibleId& id) {
   if (id.number) return id.number;
   if (!id.text.empty()) return text::trailing_integer(id.text);
   return std::nullopt;
+}
+
+/// Batches are read on two threads where the machine has two and the document holds two batches
+/// at least (a helper thread costs tens of microseconds to start).
+bool on_two_threads(BatchThreads threads, std::size_t batch_bytes, std::uint64_t total_bytes) {
+  if (threads != BatchThreads::automatic) return threads == BatchThreads::two;
+  return std::thread::hardware_concurrency() >= 2 && total_bytes / 2 >= batch_bytes;
 }
 
 /// Room reserved for the events of a whole document: one per this many bytes of JSON. Kineto
@@ -144,12 +147,14 @@ class KinetoParser {
   /// (event_batches.hpp), then the document's other members; nullopt where the document does not
   /// parse so, and the reader then parses it in one piece (which names any problem it has).
   /// `total_bytes`: the document's size where known (0: not), for the room the events take.
-  std::optional<Trace> parse_in_batches(kineto::TextWindow& window, std::size_t batch_bytes, std::uint64_t total_bytes) {
+  std::optional<Trace> parse_in_batches(kineto::TextWindow& window, std::size_t batch_bytes, std::uint64_t total_bytes,
+                                        BatchThreads threads = BatchThreads::automatic) {
     try {
       const std::optional<std::string> head = read_head(window);
       if (!head) return std::nullopt;
       od::parser parser;
-      const std::optional<std::string> after_events = parse_event_batches(parser, window, batch_bytes, total_bytes);
+      const std::optional<std::string> after_events =
+          parse_event_batches(parser, window, batch_bytes, total_bytes, on_two_threads(threads, batch_bytes, total_bytes));
       if (!after_events) return std::nullopt;
       // The document with its events taken out: the members before and after them.
       std::string members = *head + "[]" + *after_events;
@@ -230,9 +235,9 @@ class KinetoParser {
   /// The events, batch by batch: each cut where an event seems to end and parsed as a JSON array,
   /// which it is, closed at its end, only where the cut lies between two events. Returns the
   /// document's text after the events' ']', read to its end; nullopt where no cut near a batch's
-  /// end parses.
+  /// end parses. On two threads where `two_threads` and the window's text stays put.
   std::optional<std::string> parse_event_batches(od::parser& parser, kineto::TextWindow& window,
-                                                 std::size_t batch_bytes, std::uint64_t total_bytes) {
+                                                 std::size_t batch_bytes, std::uint64_t total_bytes, bool two_threads) {
     saw_events_ = true;
     event_index_ = 0;
     field_ = "traceEvents";
@@ -240,40 +245,106 @@ class KinetoParser {
     // estimates it from its first kReserveSampleBytes (its size may not be known, and a guess
     // from the size alone can be far off for a multi-GB trace).
     if (window.whole()) reserve_dense(trace_.events, total_bytes / kJsonBytesPerEvent);
+    BatchProgress progress{batch_bytes, total_bytes};
+    if (two_threads && window.stable()) {
+      std::optional<kineto::TwoThreadReading> reading;
+      try {
+        reading.emplace(trace_.path);
+      } catch (const std::system_error&) {  // no thread to be had: one does it all
+      }
+      if (reading) return parse_batches_on_two_threads(*reading, parser, window, progress);
+    }
+    return parse_batches_on_one_thread(parser, window, progress);
+  }
+
+  /// How far the batches have got, for the events' room.
+  struct BatchProgress {
+    std::size_t batch_bytes;
+    std::uint64_t total_bytes;
+    std::uint64_t parsed = 0;  // bytes of framed batches
+  };
+
+  void count_parsed(BatchProgress& progress, std::size_t framed_bytes) {
+    const bool sampled = progress.parsed < kReserveSampleBytes;
+    progress.parsed += framed_bytes;
+    if (sampled && progress.parsed >= kReserveSampleBytes) reserve_events(progress.total_bytes, progress.parsed);
+  }
+
+  std::optional<std::string> parse_batches_on_one_thread(od::parser& parser, kineto::TextWindow& window,
+                                                         BatchProgress& progress) {
     std::string batch;
-    for (std::uint64_t parsed = 0;;) {
+    for (;;) {
       od::document doc;
       od::array events;
-      std::size_t cut = next_cut(window, batch_bytes);
+      std::size_t cut = next_cut(window, progress.batch_bytes);
       std::string_view framed;
       // A cut inside a string or inside an event mostly shows before any event is read: the
       // batch leaves a string open, or does not end in its array's ']'. Then the next cut.
       for (int tries = 1;; ++tries) {
         framed = window.frame(cut == kNoCut ? window.text().size() : cut, batch);
-        if (open_batch(parser, framed, doc, events)) break;
+        if (kineto::open_batch(parser, framed, doc, events)) break;
         window.unframe();
         if (cut == kNoCut || tries == kMaxCutTries) return std::nullopt;
         cut = next_cut(window, cut + 1);
       }
       parse_event_elements(events);
-      const bool sampled = parsed < kReserveSampleBytes;
-      parsed += framed.size();
-      if (sampled && parsed >= kReserveSampleBytes) reserve_events(total_bytes, parsed);
+      count_parsed(progress, framed.size());
       auto after = doc.current_location();
       window.unframe();
       if (after.error() != simdjson::OUT_OF_BOUNDS) {  // the array closed inside the batch: the events end
-        // Its ']' is a byte of the window: past the frame's '[', before the frame's own ']' (the
-        // batch is "[" + text + "]"). Anywhere else (an error, or simdjson stopped reading a
-        // malformed batch early) the one-piece parse decides.
-        if (after.error() != simdjson::SUCCESS || after.value() < framed.data() + 2 ||
-            after.value() >= framed.data() + framed.size())
-          return std::nullopt;
-        window.drop(static_cast<std::size_t>(after.value() - framed.data()) - 1);
-        return rest_of(window);
+        const std::size_t at = after.error() == simdjson::SUCCESS ? static_cast<std::size_t>(after.value() - framed.data()) : 0;
+        return events_end(window, after.error(), at, framed.size());
       }
       if (cut == kNoCut) return std::string();
       window.drop(cut + 1);
     }
+  }
+
+  // The batches are cut here and read on both threads, up to TwoThreadReading::kSlots ahead; their
+  // events are added here, in order. A refused batch leaves the rest to the one-thread loop, which
+  // tries the cuts after it.
+  std::optional<std::string> parse_batches_on_two_threads(kineto::TwoThreadReading& reading, od::parser& parser,
+                                                          kineto::TextWindow& window, BatchProgress& progress) {
+    using Outcome = kineto::ReadBatch::Outcome;
+    std::size_t next = 0;  // where the next batch starts in the window's text
+    for (bool cut_all = false;;) {
+      for (kineto::ReadBatch* batch; !cut_all && (batch = reading.next_slot()) != nullptr;) {
+        const std::size_t cut = next_cut(window, next + progress.batch_bytes);
+        cut_all = cut == kNoCut;
+        batch->begin = next;
+        batch->text = window.text().substr(next, cut_all ? kNoCut : cut - next);
+        batch->last = cut_all;
+        reading.queue();
+        next = cut + 1;
+      }
+      const kineto::ReadBatch& batch = reading.oldest();
+      if (batch.outcome == Outcome::failed) std::rethrow_exception(batch.error);
+      if (batch.outcome == Outcome::refused) {
+        reading.stop();
+        window.drop(batch.begin);
+        return parse_batches_on_one_thread(parser, window, progress);
+      }
+      add_events(batch);
+      count_parsed(progress, batch.framed.size());
+      if (batch.after_error != simdjson::OUT_OF_BOUNDS) {
+        reading.stop();
+        window.drop(batch.begin);
+        return events_end(window, batch.after_error, batch.after, batch.framed.size());
+      }
+      if (batch.last) return std::string();
+      reading.release_oldest();
+    }
+  }
+
+  /// The events array closed inside the batch that starts the window, framed as `framed_bytes`
+  /// ("[" + text + "]"): the document's text after the events, or nullopt where the parse did not
+  /// stop at a ']' of the window (past the frame's '[', before the frame's own ']'); anywhere else
+  /// (an error, or simdjson stopped reading a malformed batch early) the one-piece parse decides.
+  static std::optional<std::string> events_end(kineto::TextWindow& window, simdjson::error_code error, std::size_t at,
+                                               std::size_t framed_bytes) {
+    if (error != simdjson::SUCCESS || at < 2 || at >= framed_bytes) return std::nullopt;
+    window.drop(at - 1);
+    return rest_of(window);
   }
 
   static constexpr std::size_t kNoCut = std::string_view::npos;
@@ -287,12 +358,6 @@ class KinetoParser {
     std::size_t cut = kineto::find_event_boundary(window.text(), from);
     while (cut == kNoCut && window.read_more()) cut = kineto::find_event_boundary(window.text(), from);
     return cut;
-  }
-
-  /// A framed batch (TextWindow::frame) opened as a JSON array: false where simdjson refuses it.
-  static bool open_batch(od::parser& parser, std::string_view framed, od::document& doc, od::array& events) {
-    const simdjson::padded_string_view json(framed.data(), framed.size(), framed.size() + kInputPadding);
-    return parser.iterate(json).get(doc) == simdjson::SUCCESS && doc.get_array().get(events) == simdjson::SUCCESS;
   }
 
   static std::string rest_of(kineto::TextWindow& window) {
@@ -385,193 +450,43 @@ class KinetoParser {
 
   // The events of one array; event_index_ counts on from where it stands (a stream's batches).
   void parse_event_elements(od::array events) {
-    for (auto element : events) {
-      field_ = {};
-      od::object object;
-      if (element.get_object().get(object) != simdjson::SUCCESS) fail("", "event is not a JSON object");
-      if (event_index_ >= kMaxTraceEvents) [[unlikely]]
-        fail("", fmt::format("the file holds more than {} events, the most daydream accepts", kMaxTraceEvents));
-      RawEvent raw;
-      operands_.clear();
-      parse_event(object, raw);
-      add_event(raw);
+    reader_.set_field(field_);
+    try {
+      for (auto element : events) {
+        check_event_count();
+        RawEvent raw;
+        reader_.read(element, raw, operands_);
+        add_event(raw, operands_);
+        ++event_index_;
+      }
+    } catch (const simdjson::simdjson_error&) {
+      field_ = reader_.field();  // what the error names
+      throw;
+    }
+    field_ = reader_.field();
+  }
+
+  // The events of a batch read on either thread.
+  void add_events(const kineto::ReadBatch& batch) {
+    for (std::size_t i = 0; i < batch.events.size(); ++i) {
+      check_event_count();
+      add_event(batch.events[i], batch.operands[i]);
       ++event_index_;
     }
   }
 
-  // Keys are told apart by their first character first: each comparison with a key reads it, and
-  // most of an event's args are keys daydream does not read (comparing each with every name read
-  // was a twentieth of loading a trace).
-  void parse_event(od::object object, RawEvent& raw) {
-    for (auto field : object) {
-      const auto key = field.key().value();
-      od::value value = field.value();
-      switch (key.raw()[0]) {
-        case 'p':
-          if (key == "ph") set_string(value, raw.ph, "ph");
-          else if (key == "pid") read_flexible(value, raw.pid, "pid");
-          break;
-        case 'c':
-          if (key == "cat") raw.has_cat = set_string(value, raw.cat, "cat");
-          break;
-        case 'n':
-          if (key == "name") raw.has_name = set_string(value, raw.name, "name");
-          break;
-        case 't':
-          if (key == "tid") read_flexible(value, raw.tid, "tid");
-          else if (key == "ts") read_time(value, raw.ts, raw.ts_token, "ts");
-          break;
-        case 'i':
-          if (key == "id") read_flexible(value, raw.id, "id");
-          break;
-        case 'd':
-          if (key == "dur") read_time(value, raw.dur, raw.dur_token, "dur");
-          break;
-        case 'a':
-          if (key == "args" && value.type() == od::json_type::object) parse_args(value.get_object(), raw);
-          break;
-        default:
-          break;
-      }
-    }
-  }
-
-  bool set_string(od::value value, std::string_view& out, std::string_view field) {
-    field_ = field;
-    if (value.type() != od::json_type::string) fail(field, "expected a string");
-    out = value.get_string();
-    return true;
-  }
-
-  // An integer first (what nearly every id and number arg is): a value of another type is left
-  // unread by get_int64, and then read by its type.
-  void read_flexible(od::value value, FlexibleId& out, std::string_view field) {
-    field_ = field;
-    std::int64_t n = 0;
-    if (value.get_int64().get(n) == simdjson::SUCCESS) {
-      out.number = n;
-      return;
-    }
-    const auto type = value.type().value();
-    if (type == od::json_type::number) {
-      if (const auto n2 = integral(double(value.get_double())); n2 != kNone) out.number = n2;
-    } else if (type == od::json_type::string) {
-      out.text = value.get_string();
-    }
-  }
-
-  void read_time(od::value value, std::optional<TimeNs>& out, std::string_view& token, std::string_view field) {
-    field_ = field;
-    if (value.type() != od::json_type::number) fail(field, "expected a number of microseconds");
-    token = value.raw_json_token();
-    out = text::microseconds_to_ns(token);
-    if (!out) fail(field, fmt::format("malformed number '{}'", token));
-  }
-
-  static std::int64_t int_arg(od::value value) {  // as read_flexible: an integer first
-    std::int64_t n = kNone;
-    if (value.get_int64().get(n) == simdjson::SUCCESS) return n;
-    n = kNone;
-    const auto type = value.type().value();
-    if (type == od::json_type::number) {
-      n = integral(double(value.get_double()));
-    } else if (type == od::json_type::string) {
-      n = text::trailing_integer(std::string_view(value.get_string())).value_or(kNone);
-    }
-    return n;
-  }
-
-  static std::string_view string_arg(od::value value) {
-    std::string_view s;
-    if (value.type() == od::json_type::string) s = value.get_string();
-    return s;
-  }
-
-  void parse_args(od::object args, RawEvent& raw) {
-    for (auto field : args) {
-      const auto key = field.key().value();
-      field_ = "args";
-      od::value v = field.value();
-      switch (key.raw()[0]) {  // as in parse_event
-        case 'c':
-          if (key == "correlation") raw.correlation = int_arg(v);
-          else if (key == "cuda_sync_kind") raw.sync_kind = string_arg(v);
-          break;
-        case 'E':
-        case 'e':
-          if (key == "External id" || key == "external id") raw.external_id = int_arg(v);
-          break;
-        case 's':
-          if (key == "stream") raw.stream = int_arg(v);
-          else if (key == "shared memory") raw.shared_memory = int_arg(v);
-          break;
-        case 'd':
-          if (key == "device") raw.device = int_arg(v);
-          else if (key == "dtype") raw.dtype = string_arg(v);
-          break;
-        case 'b':
-          if (key == "bytes") raw.bytes = int_arg(v);
-          else if (key == "block") raw.block_threads = dims_product(v);
-          break;
-        case 'S':
-          if (key == "Sequence number") raw.sequence_number = int_arg(v);
-          break;
-        case 'w':
-          if (key == "wait_on_stream") raw.wait_on_stream = int_arg(v);
-          else if (key == "wait_on_cuda_event_record_corr_id") raw.wait_record_correlation = int_arg(v);
-          break;
-        case 'n':
-          if (key == "name") raw.meta_name = string_arg(v);
-          break;
-        case 'C':
-          if (key == "Collective name") raw.collective_name = string_arg(v);
-          break;
-        case 'I':
-          if (key == "In msg nelems") raw.in_elements = int_arg(v);
-          else if (key == "Input Dims") raw.has_input_dims = operands_.read_dims(v);
-          else if (key == "Input type") raw.has_input_types = operands_.read_types(v);
-          break;
-        case 'O':
-          if (key == "Out msg nelems") raw.out_elements = int_arg(v);
-          break;
-        case 'G':
-          if (key == "Group size") raw.group_size = int_arg(v);
-          break;
-        case 'P':
-          if (key == "Process Group Name") raw.process_group = string_arg(v);
-          break;
-        case 'g':
-          if (key == "grid") raw.grid_blocks = dims_product(v);
-          break;
-        case 'r':
-          if (key == "registers per thread") raw.registers = int_arg(v);
-          break;
-        default:
-          break;
-      }
-    }
-  }
-
-  /// The product of a `grid` or `block` list ([4, 106, 1] -> 424); kNone unless it is a list of
-  /// positive integers.
-  static std::int64_t dims_product(od::value value) {
-    od::array dims;
-    if (value.get_array().get(dims) != simdjson::SUCCESS) return kNone;
-    std::int64_t product = 1;
-    for (auto dim : dims) {
-      std::int64_t n = 0;
-      if (dim.get_int64().get(n) != simdjson::SUCCESS || n <= 0) return kNone;
-      product *= n;
-    }
-    return product;
+  void check_event_count() const {
+    if (event_index_ >= kMaxTraceEvents) [[unlikely]]
+      fail("", fmt::format("the file holds more than {} events, the most daydream accepts", kMaxTraceEvents));
   }
 
   // --- normalisation ---
 
-  void add_event(const RawEvent& raw) {
+  // `operands`: the event's record_shapes args.
+  void add_event(const RawEvent& raw, const kineto::RecordedOperands& operands) {
     if (raw.ph.empty()) fail("ph", "missing");
     const char ph = raw.ph[0];
-    if (ph == 'X') return add_complete(raw);
+    if (ph == 'X') return add_complete(raw, operands);
     if (ph == 's' || ph == 'f' || ph == 't') return add_flow(raw);
     if (ph == 'M') return add_metadata(raw);
     if (ph == 'i' || ph == 'I') return count(stats::instant_events);
@@ -581,7 +496,7 @@ class KinetoParser {
   void count(stats::Id id) { trace_.report.count(id, event_index_); }
   void count(stats::Id id, std::string_view suffix) { trace_.report.count(id, suffix, event_index_); }
 
-  void add_complete(const RawEvent& raw) {
+  void add_complete(const RawEvent& raw, const kineto::RecordedOperands& operands) {
     const Category category = kineto::classify(raw.cat, &legacy_);
     if (category == Category::profiler_span) return;
     if (category == Category::unknown || category == Category::launch_flow || category == Category::fwdbwd_flow) {
@@ -612,19 +527,19 @@ class KinetoParser {
     if (event.kind == EventKind::kernel) event.launch = add_launch(raw);
     if (raw.name == "record_param_comms") event.collective = add_collective(raw);
     else if (category == Category::user_annotation && text::starts_with(raw.name, "nccl:"))
-      event.collective = add_annotated_collective(raw);
-    if (category == Category::cpu_op && raw.has_input_dims) add_shapes(raw);
+      event.collective = add_annotated_collective(raw, operands);
+    if (category == Category::cpu_op && raw.has_input_dims) add_shapes(raw, operands);
     if (*raw.dur == 0) count(stats::zero_duration_events);
     trace_.events.push_back(event);
   }
 
   /// The operand shapes of a cpu_op recorded with `record_shapes`, keyed by the event's position
   /// (docs/gpu_model.md, "Work per kernel"). Malformed ones are counted and dropped.
-  void add_shapes(const RawEvent& raw) {
-    if (!operands_.well_formed(raw.has_input_dims, raw.has_input_types)) return count(stats::malformed_input_shapes);
-    if (!operands_.any_shape()) return;  // no tensor input: nothing to compute work from
+  void add_shapes(const RawEvent& raw, const kineto::RecordedOperands& operands) {
+    if (!operands.well_formed(raw.has_input_dims, raw.has_input_types)) return count(stats::malformed_input_shapes);
+    if (!operands.any_shape()) return;  // no tensor input: nothing to compute work from
     trace_.shapes.begin_operator(static_cast<std::int64_t>(trace_.events.size()));
-    operands_.append_to(trace_.shapes);
+    operands.append_to(trace_.shapes);
   }
 
   void add_sync_fields(const RawEvent& raw, TraceEvent& event) {
@@ -654,11 +569,11 @@ class KinetoParser {
     return static_cast<std::int32_t>(trace_.collectives.size() - 1);
   }
 
-  std::int32_t add_annotated_collective(const RawEvent& raw) {
+  std::int32_t add_annotated_collective(const RawEvent& raw, const kineto::RecordedOperands& operands) {
     CollectiveInfo info;
     info.name = std::string(raw.name.substr(5));  // after "nccl:"
-    info.in_elements = raw.has_input_dims ? operands_.first_elements() : kNone;
-    info.dtype = raw.has_input_types ? std::string(operands_.first_type()) : std::string();
+    info.in_elements = raw.has_input_dims ? operands.first_elements() : kNone;
+    info.dtype = raw.has_input_types ? std::string(operands.first_type()) : std::string();
     info.from_annotation = true;
     trace_.collectives.push_back(std::move(info));
     return static_cast<std::int32_t>(trace_.collectives.size() - 1);
@@ -729,6 +644,7 @@ class KinetoParser {
   bool saw_events_ = false;
   bool legacy_ = false;
   TraceTables tables_{trace_};
+  kineto::EventReader reader_{trace_.path, event_index_};
   kineto::RecordedOperands operands_;  // the current event's "Input Dims" and "Input type"
   std::map<std::pair<std::int64_t, std::int64_t>, std::string> thread_names_, process_names_;
 };
@@ -795,8 +711,8 @@ Trace stream_kineto_json(InputStream& in, const StreamLimits& limits) {
 }
 
 std::optional<Trace> parse_kineto_batches(kineto::TextWindow& window, const std::string& name, std::size_t batch_bytes,
-                                          std::uint64_t total_bytes) {
-  std::optional<Trace> trace = KinetoParser(name).parse_in_batches(window, batch_bytes, total_bytes);
+                                          std::uint64_t total_bytes, BatchThreads threads) {
+  std::optional<Trace> trace = KinetoParser(name).parse_in_batches(window, batch_bytes, total_bytes, threads);
   if (trace) trace->bytes_read = total_bytes;
   return trace;
 }
