@@ -67,7 +67,7 @@ void read_batch(ReadBatch& batch, const std::string& path) noexcept;
 /// waits, and handed back oldest first.
 class TwoThreadReading {
  public:
-  static constexpr std::size_t kSlots = 4;
+  static constexpr std::size_t kSlots = 3;
 
   explicit TwoThreadReading(const std::string& path);
   ~TwoThreadReading();

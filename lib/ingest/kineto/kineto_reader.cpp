@@ -242,7 +242,7 @@ class KinetoParser {
     event_index_ = 0;
     field_ = "traceEvents";
     // Room for the events: a document in memory reserves it as the one-piece parse does; a stream
-    // estimates it from its first kReserveSampleBytes (its size may not be known, and a guess
+    // estimates it from its first batches (count_parsed: its size may not be known, and a guess
     // from the size alone can be far off for a multi-GB trace).
     if (window.whole()) reserve_dense(trace_.events, total_bytes / kJsonBytesPerEvent);
     BatchProgress progress{batch_bytes, total_bytes};
@@ -264,10 +264,14 @@ class KinetoParser {
     std::uint64_t parsed = 0;  // bytes of framed batches
   };
 
+  // The events' room, once the first kReserveSampleBytes or sixteenth of the document (of a size
+  // known: a small file's would otherwise grow by doubling, zeroing twice the pages it keeps) are in.
   void count_parsed(BatchProgress& progress, std::size_t framed_bytes) {
-    const bool sampled = progress.parsed < kReserveSampleBytes;
+    const std::uint64_t sample =
+        progress.total_bytes == 0 ? kReserveSampleBytes : std::min(kReserveSampleBytes, progress.total_bytes / 16);
+    const bool sampled = progress.parsed < sample;
     progress.parsed += framed_bytes;
-    if (sampled && progress.parsed >= kReserveSampleBytes) reserve_events(progress.total_bytes, progress.parsed);
+    if (sampled && progress.parsed >= sample) reserve_events(progress.total_bytes, progress.parsed);
   }
 
   std::optional<std::string> parse_batches_on_one_thread(od::parser& parser, kineto::TextWindow& window,
