@@ -636,7 +636,7 @@ class Graph {
 
   // --- building ---
   UnitId add_unit(Unit unit);
-  TaskId add_task(Task task);
+  TaskId add_task(const Task& task);
   /// Adds a dependency. Throws Error for a self-loop or an unknown task id.
   void add_edge(TaskId from, TaskId to, Edge edge);
   std::uint32_t intern(std::string_view text);

@@ -13,11 +13,33 @@
 
 namespace daydream {
 
+void CorrelationIndex::seal() {
+  sort_nearly_sorted(pairs);
+  starts.clear();
+  if (pairs.empty()) return;
+  first_id = pairs.front().first;
+  const auto span = static_cast<std::uint64_t>(pairs.back().first) - static_cast<std::uint64_t>(first_id);
+  if (span >= 16 * pairs.size() + (1 << 16)) return;  // sparse ids (a trace's run 5-13 ids per pair): the binary search
+  starts.resize(span + 2);
+  std::size_t at = 0;
+  for (std::size_t slot = 0; slot < starts.size(); ++slot) {
+    const std::int64_t id = first_id + static_cast<std::int64_t>(slot);
+    while (at < pairs.size() && pairs[at].first < id) ++at;
+    starts[slot] = static_cast<std::uint32_t>(at);
+  }
+}
+
 BuildContext::Positions BuildContext::lookup(const CorrelationIndex& index, std::int64_t correlation) const {
+  const auto& pairs = index.pairs;
   if (correlation == kNone) return {};
-  const auto range = std::equal_range(index.begin(), index.end(), std::make_pair(correlation, std::uint32_t{0}),
+  if (!index.starts.empty()) {
+    const auto slot = static_cast<std::uint64_t>(correlation) - static_cast<std::uint64_t>(index.first_id);
+    if (slot + 1 >= index.starts.size()) return {};  // below first_id wraps around: also out of range
+    return {pairs.data() + index.starts[slot], pairs.data() + index.starts[slot + 1]};
+  }
+  const auto range = std::equal_range(pairs.begin(), pairs.end(), std::make_pair(correlation, std::uint32_t{0}),
                                       [](const auto& a, const auto& b) { return a.first < b.first; });
-  return {index.data() + (range.first - index.begin()), index.data() + (range.second - index.begin())};
+  return {pairs.data() + (range.first - pairs.begin()), pairs.data() + (range.second - pairs.begin())};
 }
 
 namespace {
@@ -51,13 +73,13 @@ void index_events(BuildContext& ctx) {
       throw Error(ctx.trace.path, e.source_index, "source_index",
                   fmt::format("past the {} events a trace may hold", kMaxTraceEvents));
     if (e.correlation == kNone) continue;
-    if (is_gpu_activity(e.kind)) ctx.gpu_by_correlation.emplace_back(e.correlation, i);
-    else if (e.kind == EventKind::cuda_sync) ctx.sync_by_correlation.emplace_back(e.correlation, i);
-    else if (is_api_call(e.kind)) ctx.api_by_correlation.emplace_back(e.correlation, i);
+    if (is_gpu_activity(e.kind)) ctx.gpu_by_correlation.add(e.correlation, i);
+    else if (e.kind == EventKind::cuda_sync) ctx.sync_by_correlation.add(e.correlation, i);
+    else if (is_api_call(e.kind)) ctx.api_by_correlation.add(e.correlation, i);
   }
-  sort_nearly_sorted(ctx.gpu_by_correlation);
-  sort_nearly_sorted(ctx.sync_by_correlation);
-  sort_nearly_sorted(ctx.api_by_correlation);
+  ctx.gpu_by_correlation.seal();
+  ctx.sync_by_correlation.seal();
+  ctx.api_by_correlation.seal();
   ctx.event_task.assign(events.size(), kNoTask);
   ctx.api_wait_task.assign(events.size(), kNoTask);
   ctx.lane_unit.assign(ctx.trace.lanes.size(), BuildContext::kNoUnit);

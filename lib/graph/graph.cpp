@@ -731,7 +731,7 @@ UnitId Graph::add_unit(Unit unit) {
   return static_cast<UnitId>(units_.size() - 1);
 }
 
-TaskId Graph::add_task(Task task) {
+TaskId Graph::add_task(const Task& task) {
   if (task.unit >= units_.size()) throw Error(fmt::format("add_task: unknown unit {}", task.unit));
   if (num_tasks() >= kMaxGraphTasks) throw Error(fmt::format("add_task: a graph holds at most {} tasks", kMaxGraphTasks));
   const TaskId id = structure().edges.add_vertex();
