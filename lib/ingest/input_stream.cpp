@@ -19,6 +19,9 @@ namespace daydream {
 namespace {
 
 constexpr std::size_t kCompressedBlock = std::size_t{1} << 20;  // bytes read from a gzip file at a time
+/// The first read of a gzip file is shorter: a reader that looks at a file's first few KiB decoded
+/// (reader_of_head) then reads and inflates that much, not a whole block.
+constexpr std::size_t kFirstCompressedBlock = std::size_t{64} << 10;
 
 /// What the first and last bytes of a file say before it is read: gzip or not, and for gzip
 /// ISIZE (the last 4 bytes, little endian: the last member's decoded size modulo 2^32; 0 unread).
@@ -100,7 +103,7 @@ InputStream::InputStream(const std::filesystem::path& path) : path_(path) {
     size_hint_ = head.gzip_trailer;
   if (!gzip_) return;
   inflater_ = std::make_unique<Inflater>();
-  compressed_.resize(kCompressedBlock);
+  compressed_ = std::make_unique_for_overwrite<unsigned char[]>(kCompressedBlock);
 }
 
 InputStream::~InputStream() {
@@ -128,9 +131,10 @@ std::size_t InputStream::read_plain(char* out, std::size_t max) {
 
 // Reads the next compressed block; false at the end of the file.
 bool InputStream::refill() {
-  const std::size_t n = std::fread(compressed_.data(), 1, compressed_.size(), file_);
+  const std::size_t block = compressed_read_ == 0 ? kFirstCompressedBlock : kCompressedBlock;
+  const std::size_t n = std::fread(compressed_.get(), 1, block, file_);
   if (n == 0 && std::ferror(file_)) throw Error(path_.string(), Error::kNoEvent, "", "read failed");
-  inflater_->give(compressed_.data(), n);
+  inflater_->give(compressed_.get(), n);
   compressed_read_ += n;
   return n > 0;
 }

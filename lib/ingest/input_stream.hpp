@@ -44,7 +44,7 @@ class InputStream {
   bool large_ = false;
   struct Inflater;  // the inflater's stream state
   std::unique_ptr<Inflater> inflater_;
-  std::vector<unsigned char> compressed_;  // the block of the file being inflated
+  std::unique_ptr<unsigned char[]> compressed_;  // the block of the file being inflated (not zeroed: read into)
   std::uint64_t compressed_read_ = 0;      // bytes of the file read so far
   std::uint64_t member_start_ = 0;         // where the gzip member being inflated starts
   std::uint64_t decoded_ = 0;
