@@ -14,6 +14,7 @@
 #include "ingest/clock_alignment.hpp"
 
 #include "common/cuda_api.hpp"
+#include "common/nearly_sorted.hpp"
 #include "daydream/error.hpp"
 
 #include <fmt/format.h>
@@ -22,7 +23,8 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace daydream {
 namespace {
@@ -33,21 +35,37 @@ struct OffsetBounds {
   std::optional<TimeNs> lo, hi;
 };
 
-/// The bounds of each device's offset, from its GPU tasks whose launch call is in the trace.
+/// (correlation id, position) of the events of a kind, by id and then position: ids grow with time,
+/// so the sort sees a few runs (a hash map of the calls was most of aligning the clocks).
+template <class Kind>
+std::vector<std::pair<std::int64_t, std::uint32_t>> by_correlation(const Trace& trace, Kind of_kind) {
+  std::vector<std::pair<std::int64_t, std::uint32_t>> events;
+  for (std::uint32_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (of_kind(e.kind) && e.correlation != kNone) events.emplace_back(e.correlation, i);
+  }
+  sort_nearly_sorted(events);
+  return events;
+}
+
+/// The bounds of each device's offset, from its GPU tasks whose launch call (the first call of
+/// their correlation id) is in the trace: the two lists by id, walked together.
 std::map<std::int64_t, OffsetBounds> offset_bounds(const Trace& trace) {
-  std::unordered_map<std::int64_t, const TraceEvent*> calls;  // correlation -> API call
-  for (const TraceEvent& e : trace.events)
-    if (is_api_call(e.kind) && e.correlation != kNone) calls.emplace(e.correlation, &e);
+  const auto calls = by_correlation(trace, is_api_call);
+  const auto tasks = by_correlation(trace, is_gpu_activity);
   std::map<std::int64_t, OffsetBounds> bounds;
-  for (const TraceEvent& e : trace.events) {
-    if (!is_gpu_activity(e.kind) || e.correlation == kNone) continue;
-    const auto call = calls.find(e.correlation);
-    if (call == calls.end()) continue;
+  auto call = calls.begin();
+  for (const auto& [correlation, position] : tasks) {
+    while (call != calls.end() && call->first < correlation) ++call;
+    if (call == calls.end()) break;
+    if (call->first != correlation) continue;
+    const TraceEvent& e = trace.events[position];
+    const TraceEvent& launch_call = trace.events[call->second];
     OffsetBounds& b = bounds[trace.lanes[e.lane].process];
-    const TimeNs launch = e.start_ns - call->second->start_ns;
+    const TimeNs launch = e.start_ns - launch_call.start_ns;
     b.hi = b.hi ? std::min(*b.hi, launch) : launch;
-    if (e.kind == EventKind::memcpy && cuda::copy_blocks_host(trace.name_of(*call->second), trace.name_of(e))) {
-      const TimeNs ret = e.end_ns() - call->second->end_ns();
+    if (e.kind == EventKind::memcpy && cuda::copy_blocks_host(trace.name_of(launch_call), trace.name_of(e))) {
+      const TimeNs ret = e.end_ns() - launch_call.end_ns();
       b.lo = b.lo ? std::max(*b.lo, ret) : ret;
     }
   }
