@@ -1,4 +1,5 @@
-// sort_nearly_sorted (lib/common/nearly_sorted.hpp): the order std::sort gives, whatever the input.
+// sort_nearly_sorted (lib/common/nearly_sorted.hpp): the order std::sort gives, whatever the input;
+// and the graph build's index of events by correlation id (graph/build_context.hpp), built on it.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "common/nearly_sorted.hpp"
+#include "graph/build_context.hpp"
 
 namespace {
 
@@ -73,4 +75,37 @@ TEST_CASE("sort_nearly_sorted takes a comparator", "[sort]") {
   std::vector<int> values{1, 2, 3, 9, 8, 7, 4, 5, 6};
   daydream::sort_nearly_sorted(values, [](int a, int b) { return a > b; });
   CHECK(values == std::vector<int>{9, 8, 7, 6, 5, 4, 3, 2, 1});
+}
+
+TEST_CASE("correlation index: a lookup finds every pair of an id, dense ids or sparse", "[sort][build]") {
+  daydream::Trace trace;
+  daydream::GraphOptions options;
+  daydream::Graph graph;
+  const daydream::BuildContext ctx(trace, options, graph);
+  std::mt19937 random(7);
+  // Dense ids (a trace's: 5-13 ids per pair, repeats, gaps, a few out of order) take the direct
+  // index; ids 10^6 apart the binary search. Both must give every pair of an id, in position order.
+  for (const std::int64_t stride : {std::int64_t{1}, std::int64_t{1'000'000}}) {
+    daydream::CorrelationIndex index;
+    std::vector<Pair> all;
+    for (std::uint32_t position = 0; position < 3'000; ++position) {
+      const std::int64_t id = 500 + static_cast<std::int64_t>(random() % 4'000) * stride;
+      index.add(id, position);
+      all.emplace_back(id, position);
+    }
+    index.seal();
+    CHECK(index.starts.empty() == (stride != 1));
+    std::sort(all.begin(), all.end());
+    for (std::int64_t k = -2; k < 4'010; ++k) {
+      const std::int64_t id = 500 + k * stride;
+      std::vector<std::uint32_t> expected, found;
+      for (const auto& [pair_id, position] : all)
+        if (pair_id == id) expected.push_back(position);
+      for (const std::uint32_t position : ctx.lookup(index, id)) found.push_back(position);
+      CAPTURE(stride, id);
+      CHECK(found == expected);
+    }
+    for (const std::int64_t outside : {daydream::kNone, std::int64_t{-1}, std::int64_t{499}, std::int64_t{1} << 62})
+      CHECK(ctx.lookup(index, outside).empty());
+  }
 }
