@@ -4,6 +4,7 @@
 // Trace::events (not file indices).
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "daydream/graph.hpp"
 
 namespace daydream {
+
+class DeviceTimelines;  // gpu_holds.hpp
 
 /// What an API call does, as far as dependencies go.
 enum class ApiRole : std::uint8_t {
@@ -48,7 +51,8 @@ struct CorrelationIndex {
 };
 
 struct BuildContext {
-  BuildContext(const Trace& t, const GraphOptions& o, Graph& g) : trace(t), options(o), graph(g) {}
+  BuildContext(const Trace& t, const GraphOptions& o, Graph& g);
+  ~BuildContext();
 
   const Trace& trace;
   const GraphOptions& options;
@@ -65,6 +69,9 @@ struct BuildContext {
   std::vector<std::uint8_t> woken;           ///< per task (CPU): a cross_thread edge explains its start
   std::vector<CpuRange> ranges;              ///< every CPU range, for Graph::ranges()
   std::vector<ThreadSchedule> schedules;     ///< per unit (empty, unknown, for GPU streams)
+  /// The GPU streams' recorded timelines (gpu_holds.hpp), from the trace alone: built once for
+  /// the calibration and the GPU tasks both (device_timelines()).
+  std::unique_ptr<const DeviceTimelines> timelines;
   /// (CPU task, autograd sequence number of its innermost operator that has one)
   std::vector<std::pair<TaskId, std::int64_t>> task_sequence;
   /// (correlation, event position) of GPU activities and of cuda_sync records, sorted.
@@ -95,6 +102,8 @@ struct BuildContext {
     if (id == kNotInterned) id = graph.intern(trace.name_of(e));
     return id;
   }
+
+  const DeviceTimelines& device_timelines();
 
   /// The unit of a lane that has tasks; creates it (and its task list) on first use.
   UnitId unit_for_lane(std::uint32_t lane, UnitKind kind) {

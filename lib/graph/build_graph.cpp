@@ -1,6 +1,7 @@
 // build_graph(): Trace -> dependency graph, stage by stage (see docs/graph.md).
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <tuple>
 
@@ -9,9 +10,19 @@
 #include "common/nearly_sorted.hpp"
 #include "daydream/error.hpp"
 #include "graph/build_context.hpp"
+#include "graph/gpu_holds.hpp"
 #include "graph/graph_access.hpp"
 
 namespace daydream {
+
+BuildContext::BuildContext(const Trace& t, const GraphOptions& o, Graph& g) : trace(t), options(o), graph(g) {}
+
+BuildContext::~BuildContext() = default;
+
+const DeviceTimelines& BuildContext::device_timelines() {
+  if (!timelines) timelines = std::make_unique<const DeviceTimelines>(*this);
+  return *timelines;
+}
 
 void CorrelationIndex::seal() {
   sort_nearly_sorted(pairs);

@@ -85,6 +85,8 @@ std::vector<std::uint8_t> launching_units(const BuildContext& ctx) {
 /// thread per wake-up made 8,000 threads take seconds, x4 per doubling).
 class TaskEnds {
  public:
+  void reserve(std::size_t entries) { entries_.reserve(entries); }
+
   /// Adds thread `unit`'s tasks (in order); `end` is the running maximum of their recorded ends.
   void add(UnitId unit, TaskId task, TimeNs end) {
     if (entries_.empty() || entries_.back().unit != unit) runs_.push_back(entries_.size());
@@ -141,6 +143,10 @@ class CrossThreadInference {
  public:
   explicit CrossThreadInference(BuildContext& ctx) : ctx_(ctx) {
     const auto launches = launching_units(ctx);
+    std::size_t thread_tasks = 0;  // an upper bound of ends_, which would otherwise grow by copies
+    for (UnitId u = 0; u < ctx.graph.units().size(); ++u)
+      if (ctx.graph.units()[u].kind == UnitKind::cpu_thread) thread_tasks += ctx.unit_tasks[u].size();
+    ends_.reserve(thread_tasks);
     for (UnitId u = 0; u < ctx.graph.units().size(); ++u) {
       if (ctx.graph.units()[u].kind != UnitKind::cpu_thread) continue;
       if (!has_operator_tasks(ctx, u) && !launches[u]) {

@@ -135,7 +135,7 @@ std::vector<TimeNs> gap_samples(const BuildContext& ctx, const DeviceTimelines& 
 
 void calibrate_latencies(BuildContext& ctx) {
   Calibration& cal = ctx.graph.calibration();
-  const DeviceTimelines timelines(ctx);
+  const DeviceTimelines& timelines = ctx.device_timelines();
   auto samples = launch_samples(ctx, timelines);
   // Kinds never launched onto an idle stream take the median over all kinds.
   std::vector<TimeNs> pooled;
@@ -348,7 +348,7 @@ void count_lost_gpu_records(BuildContext& ctx) {
 
 void build_gpu_tasks(BuildContext& ctx) {
   count_lost_gpu_records(ctx);
-  const DeviceTimelines timelines(ctx);
+  const DeviceTimelines& timelines = ctx.device_timelines();
   const auto& by_lane = timelines.by_lane();
   StreamBuilder::Holds holds;
   for (std::uint32_t lane = 0; lane < by_lane.size(); ++lane) {
