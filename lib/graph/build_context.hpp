@@ -4,12 +4,14 @@
 // Trace::events (not file indices).
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
 
 #include "daydream/graph.hpp"
+#include "graph/task_context.hpp"
 
 namespace daydream {
 
@@ -84,6 +86,9 @@ struct BuildContext {
 
   /// Per trace string: its api_role plus one, 0 until asked (role_of).
   mutable std::vector<std::uint8_t> call_role;
+  /// Per trace string: 1 + its place in range_names, 0 until asked (range_name).
+  std::vector<std::uint32_t> range_name_at;
+  std::deque<RangeName> range_names;  // a deque: what range_name() returned stays put
 
   /// Whether a GPU activity named by trace string `name` is a collective: its name mentions
   /// nccl or NCCL (and so rccl's kernels, named ncclKernel_* too). Searched once per string.
@@ -104,6 +109,17 @@ struct BuildContext {
   }
 
   const DeviceTimelines& device_timelines();
+
+  /// What a CPU range's name says (task_context.hpp), worked out once per distinct name.
+  const RangeName& range_name(const TraceEvent& range) {
+    if (range_name_at.empty()) range_name_at.assign(trace.strings.size(), 0);
+    std::uint32_t& at = range_name_at[range.name];
+    if (at == 0) {
+      range_names.push_back(RangeName::of(trace.name_of(range)));
+      at = static_cast<std::uint32_t>(range_names.size());
+    }
+    return range_names[at - 1];
+  }
 
   /// The unit of a lane that has tasks; creates it (and its task list) on first use.
   UnitId unit_for_lane(std::uint32_t lane, UnitKind kind) {

@@ -96,7 +96,7 @@ class ThreadSegmenter {
     if (!stack_.empty()) emit(stack_.back(), cursor_, e.start_ns);
     cursor_ = e.start_ns;
     TaskContext context = stack_.empty() ? TaskContext() : stack_.back().context;
-    if (is_cpu_range(e.kind)) context.enter(e, ctx_.trace.name_of(e));
+    if (is_cpu_range(e.kind)) context.enter(e, ctx_.range_name(e));
     stack_.push_back({position, end, std::move(context)});
     if (is_cpu_range(e.kind))
       ctx_.ranges.push_back(
@@ -164,7 +164,7 @@ class ThreadSegmenter {
     marked_context_ = TaskContext();
     for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) {
       const TraceEvent& e = ctx_.event(*it);
-      if (is_cpu_range(e.kind)) marked_context_.enter(e, ctx_.trace.name_of(e));
+      if (is_cpu_range(e.kind)) marked_context_.enter(e, ctx_.range_name(e));
     }
     return marked_context_;
   }

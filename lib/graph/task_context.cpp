@@ -44,30 +44,39 @@ bool recorded_for_autograd(const TraceEvent& e) { return e.kind == EventKind::cp
 
 }  // namespace
 
-std::string_view TaskContext::layer_of(const TraceEvent& e, std::string_view name) {
-  if (e.kind == EventKind::python_function && text::starts_with(name, "nn.Module: ")) return name.substr(11);
-  if (e.kind != EventKind::user_annotation && e.kind != EventKind::cpu_op) return {};
-  if (text::starts_with(name, kMark)) {
-    const auto rest = name.substr(kMark.size());
-    return rest.substr(0, rest.rfind(':'));  // daydream.layer:<name>:<phase>
-  }
-  if (e.kind != EventKind::user_annotation) return {};
-  for (std::string_view framework : kFrameworkRanges)
-    if (text::starts_with(name, framework)) return {};
-  return name;
+RangeName RangeName::of(std::string_view name) {
+  RangeName n;
+  n.text = name;
+  n.update = text::starts_with(name, "Optimizer.step") || text::starts_with(name, "Optimizer.zero_grad") ||
+             equals_ignore_case(name, "optimizer");
+  n.backward = text::contains_ignore_case(name, "backward") || text::starts_with(name, "autograd::engine") ||
+               text::contains(name, "AccumulateGrad");
+  n.loading = text::starts_with(name, "enumerate(DataLoader)") || text::starts_with(name, kDali);
+  n.forward = text::starts_with(name, "ProfilerStep#") || equals_ignore_case(name, "forward");
+  n.mark = text::starts_with(name, kMark);
+  if (n.mark) n.marked_phase = phase_named(name.substr(name.rfind(':') + 1));
+  n.module = text::starts_with(name, "nn.Module: ");
+  for (std::string_view framework : kFrameworkRanges) n.framework = n.framework || text::starts_with(name, framework);
+  return n;
 }
 
-void TaskContext::enter(const TraceEvent& e, std::string_view name) {
-  update_ = update_ || text::starts_with(name, "Optimizer.step") || text::starts_with(name, "Optimizer.zero_grad") ||
-            equals_ignore_case(name, "optimizer");
-  backward_ = backward_ || text::contains_ignore_case(name, "backward") || text::starts_with(name, "autograd::engine") ||
-              text::contains(name, "AccumulateGrad");
-  loading_ = loading_ || text::starts_with(name, "enumerate(DataLoader)") || text::starts_with(name, kDali);
-  forward_scope_ = forward_scope_ || text::starts_with(name, "ProfilerStep#") || equals_ignore_case(name, "forward") ||
-                   recorded_for_autograd(e);
-  if (text::starts_with(name, kMark)) {  // the innermost mark with a phase wins
-    if (const auto phase = phase_named(name.substr(name.rfind(':') + 1))) marked_phase_ = phase;
+std::string_view TaskContext::layer_of(const TraceEvent& e, const RangeName& name) {
+  if (e.kind == EventKind::python_function && name.module) return name.text.substr(11);
+  if (e.kind != EventKind::user_annotation && e.kind != EventKind::cpu_op) return {};
+  if (name.mark) {
+    const auto rest = name.text.substr(kMark.size());
+    return rest.substr(0, rest.rfind(':'));  // daydream.layer:<name>:<phase>
   }
+  if (e.kind != EventKind::user_annotation || name.framework) return {};
+  return name.text;
+}
+
+void TaskContext::enter(const TraceEvent& e, const RangeName& name) {
+  update_ = update_ || name.update;
+  backward_ = backward_ || name.backward;
+  loading_ = loading_ || name.loading;
+  forward_scope_ = forward_scope_ || name.forward || recorded_for_autograd(e);
+  if (name.marked_phase) marked_phase_ = name.marked_phase;  // the innermost mark with a phase wins
   if (e.kind == EventKind::cpu_op && e.sequence_number != kNone) sequence_ = e.sequence_number;  // innermost wins
   const auto layer = layer_of(e, name);
   if (layer.empty() || layer_depth_ == kMaxLayerDepth) return;
