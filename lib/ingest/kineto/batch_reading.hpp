@@ -69,7 +69,8 @@ class TwoThreadReading {
  public:
   static constexpr std::size_t kSlots = 3;
 
-  explicit TwoThreadReading(const std::string& path);
+  /// `batch_bytes`: about how long a batch is, for the room each slot takes at once.
+  TwoThreadReading(const std::string& path, std::size_t batch_bytes);
   ~TwoThreadReading();
   TwoThreadReading(const TwoThreadReading&) = delete;
   TwoThreadReading& operator=(const TwoThreadReading&) = delete;
@@ -98,7 +99,7 @@ class TwoThreadReading {
   bool stopping_ = false;
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::thread helper_;  // last: it starts once the rest is ready
+  std::thread helper_;  // started last, in the constructor: once the slots have their room
 };
 
 }  // namespace daydream::kineto

@@ -249,7 +249,7 @@ class KinetoParser {
     if (two_threads && window.stable()) {
       std::optional<kineto::TwoThreadReading> reading;
       try {
-        reading.emplace(trace_.path);
+        reading.emplace(trace_.path, batch_bytes);
       } catch (const std::system_error&) {  // no thread to be had: one does it all
       }
       if (reading) return parse_batches_on_two_threads(*reading, parser, window, progress);
