@@ -44,8 +44,9 @@ BuildContext::Positions BuildContext::lookup(const CorrelationIndex& index, std:
   const auto& pairs = index.pairs;
   if (correlation == kNone) return {};
   if (!index.starts.empty()) {
+    // An id below first_id wraps around to a slot past the end too.
     const auto slot = static_cast<std::uint64_t>(correlation) - static_cast<std::uint64_t>(index.first_id);
-    if (slot + 1 >= index.starts.size()) return {};  // below first_id wraps around: also out of range
+    if (slot >= index.starts.size() - 1) return {};
     return {pairs.data() + index.starts[slot], pairs.data() + index.starts[slot + 1]};
   }
   const auto range = std::equal_range(pairs.begin(), pairs.end(), std::make_pair(correlation, std::uint32_t{0}),

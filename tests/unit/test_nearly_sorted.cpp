@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <utility>
 #include <vector>
@@ -105,7 +106,12 @@ TEST_CASE("correlation index: a lookup finds every pair of an id, dense ids or s
       CAPTURE(stride, id);
       CHECK(found == expected);
     }
-    for (const std::int64_t outside : {daydream::kNone, std::int64_t{-1}, std::int64_t{499}, std::int64_t{1} << 62})
+    // Just outside the ids (below the first one wraps around to the last slot but one), and far.
+    const std::int64_t first = all.front().first, last = all.back().first;
+    for (const std::int64_t outside : {first - 1, first - 2, last + 1, daydream::kNone, std::int64_t{-1},
+                                       std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()})
       CHECK(ctx.lookup(index, outside).empty());
+    CHECK_FALSE(ctx.lookup(index, first).empty());
+    CHECK_FALSE(ctx.lookup(index, last).empty());
   }
 }
