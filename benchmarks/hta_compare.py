@@ -4,9 +4,8 @@
 HTA (pip install holistictraceanalysis) is timed loading the trace (TraceAnalysis) plus one
 step's critical path (critical_path_analysis, the first ProfilerStep); daydream is timed as the
 whole `daydream replay TRACE --json` process (read, inflate, parse, build, simulate, report).
-Each side runs RUNS times in fresh processes (no warm caches inside a process), the two sides
-taking turns so that both see the machine as it is (a VM's speed drifts over minutes); the best
-and the median are printed as one JSON line.
+Each side runs RUNS times in fresh processes (no warm caches inside a process); the best and the
+median are printed as one JSON line.
 
     python3 benchmarks/hta_compare.py TRACE [--daydream build/bin/daydream] [--runs 5]
 
@@ -60,12 +59,10 @@ def main():
         import hta  # noqa: F401  (checked here so a missing install gets a clear message)
     except ImportError:
         sys.exit("hta_compare: Holistic Trace Analysis is not importable (pip install holistictraceanalysis)")
-    hta_runs, ours = [], []
     with tempfile.TemporaryDirectory() as trace_dir:  # HTA reads every trace of a directory, as rank files
         shutil.copy(args.trace, os.path.join(trace_dir, os.path.basename(args.trace)))
-        for _ in range(args.runs):
-            hta_runs.append(time_hta(trace_dir))
-            ours.append(time_daydream(args.daydream, args.trace))
+        hta_runs = [time_hta(trace_dir) for _ in range(args.runs)]
+    ours = [time_daydream(args.daydream, args.trace) for _ in range(args.runs)]
     hta_total = [load + path for load, path, _ in hta_runs]
     best_hta, best_ours = min(hta_total), min(ours)
     print(json.dumps({
