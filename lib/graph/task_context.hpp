@@ -41,7 +41,6 @@ class TaskContext {
 
   /// Enters `range`, inside every range entered before.
   void enter(const TraceEvent& range, const RangeName& name);
-  void enter(const TraceEvent& range, std::string_view name) { enter(range, RangeName::of(name)); }
   Phase phase() const;
   /// The layer path, outermost first, joined by '/'; empty when no range names a layer.
   const std::string& layer_path() const { return layers_; }
@@ -50,9 +49,6 @@ class TaskContext {
   /// The layer a range names, if it names one (nn.Module frames, daydream.layer marks, user
   /// annotations that are not the framework's own), else empty.
   static std::string_view layer_of(const TraceEvent& range, const RangeName& name);
-  static std::string_view layer_of(const TraceEvent& range, std::string_view name) {
-    return layer_of(range, RangeName::of(name));
-  }
 
  private:
   // forward_scope_: inside a ProfilerStep#N or a range named forward

@@ -1,5 +1,6 @@
 #include "ingest/kineto/batch_reading.hpp"
 
+#include "ingest/kineto/event_batches.hpp"
 #include "ingest/kineto/event_reader.hpp"
 #include "ingest/padding.hpp"
 
@@ -16,12 +17,6 @@ namespace {
 /// The fewest bytes an event takes in the traces seen (compact ones; Kineto writes 220-350), for
 /// the room a slot takes for a batch's events.
 constexpr std::size_t kMinEventBytes = 160;
-
-void frame(ReadBatch& batch) {
-  batch.framed.clear();
-  batch.framed.reserve(batch.text.size() + 2 + kInputPadding);
-  batch.framed.append(1, '[').append(batch.text).append(1, ']');
-}
 
 // The events of the framed batch, and where the parse stopped. Throws as EventReader::read.
 void read_events(ReadBatch& batch, od::array events, const std::string& path) {
@@ -42,7 +37,7 @@ void read_batch(ReadBatch& batch, const std::string& path) noexcept {
   batch.error = nullptr;
   batch.events.clear();
   try {
-    frame(batch);
+    frame_copy(batch.text, batch.framed);
     od::document doc;
     od::array events;
     if (!open_batch(batch.parser, batch.framed, doc, events)) {
@@ -52,7 +47,8 @@ void read_batch(ReadBatch& batch, const std::string& path) noexcept {
     read_events(batch, events, path);
     const auto after = doc.current_location();
     batch.after_error = after.error();
-    batch.after = after.error() == simdjson::SUCCESS ? static_cast<std::size_t>(after.value_unsafe() - batch.framed.data()) : 0;
+    batch.after =
+        after.error() == simdjson::SUCCESS ? static_cast<std::size_t>(after.value_unsafe() - batch.framed.data()) : 0;
   } catch (...) {
     batch.outcome = ReadBatch::Outcome::failed;
     batch.error = std::current_exception();

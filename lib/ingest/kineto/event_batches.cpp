@@ -114,11 +114,15 @@ std::size_t find_event_boundary(std::string_view json, std::size_t from) {
   return npos;
 }
 
-std::string_view TextWindow::frame(std::size_t end, std::string& scratch) {
+std::string_view frame_copy(std::string_view text, std::string& scratch) {
   scratch.clear();
-  scratch.reserve(end + 2 + kInputPadding);
-  scratch.append(1, '[').append(text().substr(0, end)).append(1, ']');
+  scratch.reserve(text.size() + 2 + kInputPadding);
+  scratch.append(1, '[').append(text).append(1, ']');
   return scratch;
+}
+
+std::string_view TextWindow::frame(std::size_t end, std::string& scratch) {
+  return frame_copy(text().substr(0, end), scratch);
 }
 
 // The buffer, and the thread that fills it: data[1, filled) decoded so far (data[0] is the byte a

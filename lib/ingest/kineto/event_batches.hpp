@@ -34,6 +34,10 @@ EventsArray find_events_array(std::string_view json);
 /// where there is none. Only a guess: the same bytes can lie inside a string or inside an event.
 std::size_t find_event_boundary(std::string_view json, std::size_t from);
 
+/// `text` copied into `scratch` as a JSON array for the parser: '[' before it, ']' after it, and
+/// room for kInputPadding bytes more (what a window that cannot write into its text frames).
+std::string_view frame_copy(std::string_view text, std::string& scratch);
+
 /// The decoded text of a document as the batch parse reads it: a window from where the parse has
 /// got to, as far as has been read.
 class TextWindow {
